@@ -1,0 +1,120 @@
+//! Errors in the contract's shape: `{"error": {"code", "message", ...}}`.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use serde_json::{Map, Value, json};
+use stasis_domain::DomainError;
+
+/// An error response: status, stable code, message, and extra fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// Stable snake_case code.
+    pub code: String,
+    /// Readable explanation.
+    pub message: String,
+    /// Fields added beside code and message (`limit`, `first_seq`, ...).
+    pub extra: Map<String, Value>,
+    /// Headers the error carries (`Allow`, `Retry-After`).
+    pub headers: Vec<(header::HeaderName, String)>,
+}
+
+impl ApiError {
+    /// An error with no extra fields.
+    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code: code.to_owned(),
+            message: message.into(),
+            extra: Map::new(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds a field beside code and message.
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.extra.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, name: header::HeaderName, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// 401.
+    pub fn unauthorized(message: &str) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+            .with_header(header::WWW_AUTHENTICATE, "Bearer")
+    }
+
+    /// 404 for a path no route matches.
+    pub fn no_route(path: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no such endpoint: {path}"),
+        )
+    }
+
+    /// 400 `invalid_request` naming what was wrong.
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    /// 413 for a body over `limit` bytes.
+    pub fn body_too_large(limit: u64) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("the request body may hold at most {limit} bytes"),
+        )
+        .with("limit", limit)
+    }
+
+    /// 500 for a failure that is ours, not the caller's.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
+    }
+
+    /// Renders the JSON response.
+    pub fn into_response(self) -> Response<Bytes> {
+        let mut body = Map::new();
+        body.insert("code".into(), Value::String(self.code));
+        body.insert("message".into(), Value::String(self.message));
+        body.extend(self.extra);
+        let mut response = crate::reply::json(self.status, &json!({ "error": body }));
+        for (name, value) in self.headers {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                response.headers_mut().append(name, value);
+            }
+        }
+        response
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(err: DomainError) -> Self {
+        let message = err.to_string();
+        match err {
+            DomainError::InvalidInput(r) => Self::new(StatusCode::BAD_REQUEST, &r.code, message),
+            DomainError::NotFound(r) => Self::new(StatusCode::NOT_FOUND, &r.code, message),
+            DomainError::Conflict(r) => Self::new(StatusCode::CONFLICT, &r.code, message),
+            DomainError::PreconditionFailed(r) => {
+                Self::new(StatusCode::PRECONDITION_FAILED, &r.code, message)
+            }
+            DomainError::TooLarge { code, limit, .. } => {
+                Self::new(StatusCode::PAYLOAD_TOO_LARGE, &code, message).with("limit", limit)
+            }
+            DomainError::CursorExpired { first_seq } => {
+                Self::new(StatusCode::GONE, "cursor_expired", message).with("first_seq", first_seq)
+            }
+            DomainError::Unavailable(r) => Self::new(StatusCode::SERVICE_UNAVAILABLE, &r.code, message)
+                .with("retry_after", 1)
+                .with_header(header::RETRY_AFTER, "1"),
+            DomainError::Storage(detail) => Self::internal(format!("storage failure: {detail}")),
+        }
+    }
+}

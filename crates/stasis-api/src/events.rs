@@ -1,0 +1,183 @@
+//! The event-log endpoints: parsing appends and reads, rendering pages.
+
+use crate::{error::ApiError, query::Query, reply};
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use stasis_domain::{
+    agent::AgentReply,
+    event_log::{AppendBatch, Event, NewEvent, ProducerStamp, ReadPage, ReadQuery},
+    limits,
+};
+use std::fmt::Write as _;
+
+#[derive(Deserialize)]
+struct AppendBody<'a> {
+    #[serde(borrow)]
+    events: Vec<EventIn<'a>>,
+    producer_id: Option<String>,
+    producer_seq: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct EventIn<'a> {
+    #[serde(rename = "type")]
+    event_type: String,
+    session_id: Option<String>,
+    #[serde(borrow, default)]
+    data: Option<&'a RawValue>,
+}
+
+/// Parses an append body into a batch (the domain validates the rest).
+pub fn parse_append(body: &[u8]) -> Result<AppendBatch, ApiError> {
+    let parsed: AppendBody<'_> = crate::body::parse_json(body)?;
+    let producer = match (parsed.producer_id, parsed.producer_seq) {
+        (Some(producer_id), Some(producer_seq)) => Some(ProducerStamp {
+            producer_id,
+            producer_seq,
+        }),
+        (None, None) => None,
+        _ => {
+            return Err(ApiError::invalid_request(
+                "producer_id and producer_seq come together or not at all",
+            ));
+        }
+    };
+    let events = parsed
+        .events
+        .into_iter()
+        .map(|event| NewEvent {
+            event_type: event.event_type,
+            session_id: event.session_id,
+            data: event.data.map_or_else(|| "null".to_owned(), |raw| raw.get().to_owned()),
+        })
+        .collect();
+    Ok(AppendBatch { events, producer })
+}
+
+/// Parses `after`, `limit`, `session_id` and `type`; `Last-Event-ID`
+/// (given as `last_event_id`) overrides `after`.
+pub fn parse_read(query: &Query, last_event_id: Option<u64>) -> Result<ReadQuery, ApiError> {
+    let after = query.u64("after")?.unwrap_or(0);
+    let limit = query.u64("limit")?.unwrap_or(u64::from(limits::DEFAULT_READ_LIMIT));
+    if limit == 0 || limit > u64::from(limits::MAX_READ_LIMIT) {
+        return Err(ApiError::invalid_request(format!(
+            "limit must be 1 to {}",
+            limits::MAX_READ_LIMIT
+        )));
+    }
+    let session_id = query.id("session_id")?;
+    let event_type = query.text("type").map(str::to_owned);
+    Ok(ReadQuery {
+        after: last_event_id.unwrap_or(after),
+        limit: u32::try_from(limit).unwrap_or(limits::MAX_READ_LIMIT),
+        session_id,
+        event_type,
+    })
+}
+
+/// Renders a reply of the agent's object as the endpoint's JSON.
+pub fn render(reply: AgentReply) -> Response<Bytes> {
+    match reply {
+        AgentReply::Appended(outcome) => reply::json(StatusCode::OK, &outcome),
+        AgentReply::Events(page) => reply::raw_json(StatusCode::OK, page_json(&page).into_bytes()),
+        AgentReply::Sessions(sessions) => {
+            let list: Vec<_> = sessions
+                .iter()
+                .map(|s| {
+                    serde_json::json!({
+                        "session_id": s.session_id,
+                        "status": s.status,
+                        "first_seq": s.first_seq,
+                        "last_seq": s.last_seq,
+                        "event_count": s.event_count,
+                        "created_at": s.created_at_ms,
+                        "updated_at": s.updated_at_ms,
+                    })
+                })
+                .collect();
+            reply::json(StatusCode::OK, &serde_json::json!({ "sessions": list }))
+        }
+        AgentReply::LogState(state) => reply::json(StatusCode::OK, &state),
+    }
+}
+
+/// A page as JSON. Event data is stored as JSON text and written as is,
+/// without parsing it again.
+pub fn page_json(page: &ReadPage) -> String {
+    let mut out = String::with_capacity(64 + page.events.iter().map(|e| e.data.len() + 96).sum::<usize>());
+    out.push_str(r#"{"events":["#);
+    for (index, event) in page.events.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_event(&mut out, event);
+    }
+    let _ = write!(
+        out,
+        r#"],"next_after":{},"has_more":{},"first_seq":{},"last_seq":{}}}"#,
+        page.next_after, page.has_more, page.first_seq, page.last_seq
+    );
+    out
+}
+
+/// One event as JSON: `{"seq","type","session_id","data","created_at"}`.
+pub fn write_event(out: &mut String, event: &Event) {
+    let _ = write!(out, r#"{{"seq":{},"type":"#, event.seq);
+    push_json_string(out, &event.event_type);
+    out.push_str(r#","session_id":"#);
+    match &event.session_id {
+        Some(session) => push_json_string(out, session),
+        None => out.push_str("null"),
+    }
+    out.push_str(r#","data":"#);
+    out.push_str(&event.data);
+    let _ = write!(out, r#","created_at":{}}}"#, event.created_at_ms);
+}
+
+fn push_json_string(out: &mut String, value: &str) {
+    // serde_json's escaping of a plain string cannot fail.
+    match serde_json::to_string(value) {
+        Ok(quoted) => out.push_str(&quoted),
+        Err(_) => out.push_str("null"),
+    }
+}
+
+/// The body limit of an append request.
+pub const APPEND_BODY_LIMIT: u64 = limits::MAX_BATCH_BYTES;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rendered_pages_are_valid_json_with_data_verbatim() {
+        let page = ReadPage {
+            events: vec![Event {
+                seq: 3,
+                event_type: "t\"q".into(),
+                session_id: None,
+                data: r#"{"a":[1,"\u00e9"]}"#.into(),
+                created_at_ms: 9,
+            }],
+            next_after: 3,
+            has_more: false,
+            first_seq: 1,
+            last_seq: 3,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(&page_json(&page)).expect("valid json");
+        assert_eq!(value["events"][0]["type"], "t\"q");
+        assert_eq!(value["events"][0]["data"]["a"][1], "é");
+        assert_eq!(value["last_seq"], 3);
+    }
+
+    #[test]
+    fn missing_data_is_stored_as_null_and_stamps_come_in_pairs() {
+        let batch = parse_append(br#"{"events":[{"type":"x"}]}"#).map_err(|e| e.code);
+        assert_eq!(batch.map(|b| b.events[0].data.clone()), Ok("null".to_owned()));
+        let half = parse_append(br#"{"events":[{"type":"x"}],"producer_id":"p"}"#);
+        assert_eq!(half.map_err(|e| e.code), Err("invalid_request".to_owned()));
+    }
+}

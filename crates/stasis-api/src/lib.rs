@@ -1,0 +1,237 @@
+//! The stasis HTTP contract, in one place for both runtimes.
+//!
+//! The local host (hyper) and the edge worker (workers-rs) each translate
+//! their requests into [`http`] types and call [`Api`]; neither has a router
+//! of its own. A request goes through two steps:
+//!
+//! 1. [`Api::admit`] decides everything the head allows: auth (401), route
+//!    (404), ids (400), method (405), town scope (403), content type (415),
+//!    and the body limit, so that an oversized body is refused from its
+//!    `Content-Length` before it is read.
+//! 2. [`Api::handle`] parses the body and runs the operation on the objects,
+//!    through the runtime's [`Objects`] port.
+//!
+//! Live tails come back as [`Reply::Stream`]; the runtime turns
+//! [`sse::stream`] into its streaming body.
+
+pub mod auth;
+mod body;
+pub mod error;
+mod events;
+mod objects;
+mod query;
+pub mod reply;
+pub mod route;
+pub mod sse;
+
+pub use error::ApiError;
+pub use objects::Objects;
+
+use auth::Scope;
+use bytes::Bytes;
+use http::{HeaderMap, Method, Response, StatusCode, header, request::Parts};
+use route::Endpoint;
+use stasis_domain::agent::AgentCall;
+
+/// The API over one runtime's objects.
+pub struct Api<O> {
+    objects: O,
+    secret: Option<Vec<u8>>,
+}
+
+/// A request whose head passed every check.
+#[derive(Debug)]
+pub struct Admitted {
+    endpoint: Endpoint,
+    method: Method,
+    query: Option<String>,
+    headers: HeaderMap,
+    body_limit: u64,
+}
+
+impl Admitted {
+    /// The most body bytes the runtime may read for this request; past
+    /// that it answers [`ApiError::body_too_large`].
+    pub fn body_limit(&self) -> u64 {
+        self.body_limit
+    }
+}
+
+/// What the runtime sends back.
+pub enum Reply {
+    /// A complete response.
+    Full(Response<Bytes>),
+    /// A Server-Sent Events stream; see [`sse::stream`].
+    Stream(sse::Tail),
+}
+
+/// Bodies of requests that carry none worth reading.
+const NO_BODY_LIMIT: u64 = 64 * 1024;
+
+impl<O: Objects> Api<O> {
+    /// An API over `objects`. With no `secret`, every request is treated as
+    /// admin (the host then binds to loopback only).
+    pub fn new(objects: O, secret: Option<Vec<u8>>) -> Self {
+        Self { objects, secret }
+    }
+
+    /// The runtime's objects.
+    pub fn objects(&self) -> &O {
+        &self.objects
+    }
+
+    /// Checks a request's head; see the crate docs for the order.
+    pub fn admit(&self, head: &Parts) -> Result<Admitted, ApiError> {
+        let path = head.uri.path();
+        let public = path == "/healthz";
+        let scope = if public { Scope::Admin } else { self.authenticate(&head.headers)? };
+        let endpoint = route::resolve(path)?;
+        let allowed = endpoint.allowed_methods();
+        let method_ok = allowed.contains(&head.method)
+            || (head.method == Method::HEAD && allowed.contains(&Method::GET));
+        if !method_ok {
+            return Err(route::method_not_allowed(&endpoint, &head.method));
+        }
+        if let Some(town) = endpoint.town()
+            && !scope.allows_town(town)
+        {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!("this token does not reach town {town:?}"),
+            ));
+        }
+        let body_limit = match (&endpoint, &head.method) {
+            (Endpoint::AgentEvents(_), &Method::POST) => {
+                body::check_json_content_type(&head.headers)?;
+                events::APPEND_BODY_LIMIT
+            }
+            _ => NO_BODY_LIMIT,
+        };
+        if let Some(length) = content_length(&head.headers)?
+            && length > body_limit
+        {
+            return Err(ApiError::body_too_large(body_limit));
+        }
+        Ok(Admitted {
+            endpoint,
+            method: head.method.clone(),
+            query: head.uri.query().map(str::to_owned),
+            headers: head.headers.clone(),
+            body_limit,
+        })
+    }
+
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Scope, ApiError> {
+        let Some(secret) = &self.secret else {
+            return Ok(Scope::Admin);
+        };
+        let value = headers
+            .get(header::AUTHORIZATION)
+            .ok_or_else(|| ApiError::unauthorized("an Authorization: Bearer token is required"))?;
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or_else(|| ApiError::unauthorized("the Authorization header must be 'Bearer <token>'"))?;
+        auth::verify(secret, token.trim())
+            .ok_or_else(|| ApiError::unauthorized("the token is not valid for this server"))
+    }
+
+    /// Runs an admitted request with its body.
+    pub async fn handle(&self, admitted: Admitted, body: Bytes) -> Reply {
+        let head_only = admitted.method == Method::HEAD;
+        match self.dispatch(admitted, body).await {
+            Ok(Reply::Full(response)) if head_only => Reply::Full(strip_body(response)),
+            Ok(reply) => reply,
+            Err(err) => Reply::Full(err.into_response()),
+        }
+    }
+
+    async fn dispatch(&self, admitted: Admitted, body: Bytes) -> Result<Reply, ApiError> {
+        let Admitted {
+            endpoint,
+            method,
+            query,
+            headers,
+            ..
+        } = admitted;
+        let query = query::Query::parse(query.as_deref());
+        let response = match endpoint {
+            Endpoint::Health => reply::json(StatusCode::OK, &serde_json::json!({"status": "ok"})),
+            Endpoint::AgentEvents(key) if method == Method::POST => {
+                let batch = events::parse_append(&body)?;
+                events::render(self.objects.agent(&key, AgentCall::AppendEvents(batch)).await?)
+            }
+            Endpoint::AgentEvents(key) => {
+                let read = events::parse_read(&query, last_event_id(&headers)?)?;
+                let reply = self.objects.agent(&key, AgentCall::ReadEvents(read.clone())).await?;
+                if wants_event_stream(&headers) && method == Method::GET {
+                    let stasis_domain::agent::AgentReply::Events(first_page) = reply else {
+                        return Err(ApiError::internal("the agent answered a read with something else"));
+                    };
+                    return Ok(Reply::Stream(sse::Tail {
+                        key,
+                        query: read,
+                        first_page,
+                    }));
+                }
+                events::render(reply)
+            }
+            Endpoint::AgentSessions(key) => {
+                events::render(self.objects.agent(&key, AgentCall::ListSessions).await?)
+            }
+        };
+        Ok(Reply::Full(response))
+    }
+}
+
+/// The head of an SSE response.
+pub fn event_stream_head() -> Response<()> {
+    let mut response = Response::new(());
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", http::HeaderValue::from_static("no"));
+    response
+}
+
+fn wants_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/event-stream"))
+}
+
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Some)
+        .ok_or_else(|| ApiError::invalid_request("Last-Event-ID must be a non-negative integer seq"))
+}
+
+fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get(header::CONTENT_LENGTH) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Some)
+        .ok_or_else(|| ApiError::invalid_request("Content-Length must be an integer"))
+}
+
+fn strip_body(response: Response<Bytes>) -> Response<Bytes> {
+    let (mut parts, body) = response.into_parts();
+    parts
+        .headers
+        .insert(header::CONTENT_LENGTH, http::HeaderValue::from(body.len()));
+    Response::from_parts(parts, Bytes::new())
+}

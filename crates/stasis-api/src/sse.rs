@@ -1,0 +1,124 @@
+//! The live tail: Server-Sent Events over an agent's log.
+//!
+//! One loop for both runtimes: read a page, send it, and when caught up wait
+//! on the runtime's wake-up signal. A comment line goes out whenever the
+//! stream has been silent for [`KEEP_ALIVE`], so proxies keep it open and
+//! clients can tell a quiet stream from a dead one.
+
+use crate::{Objects, error::ApiError, events::write_event};
+use bytes::Bytes;
+use futures::Stream;
+use stasis_domain::{
+    agent::{AgentCall, AgentReply},
+    event_log::{ReadPage, ReadQuery},
+    ids::AgentKey,
+};
+use std::time::Duration;
+
+/// The longest silence on a stream.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// A stream to open: its agent, its cursor and filters, and the first page,
+/// read before the response started so that errors such as an expired
+/// cursor still get a JSON status.
+#[derive(Debug, Clone)]
+pub struct Tail {
+    /// The agent whose log is tailed.
+    pub key: AgentKey,
+    /// Cursor and filters; `after` moves as pages go out.
+    pub query: ReadQuery,
+    /// The page read before the response started.
+    pub first_page: ReadPage,
+}
+
+enum Step {
+    Send(ReadPage),
+    Read,
+    Wait { last_seq: u64 },
+    Done,
+}
+
+/// The stream's body: SSE frames, comments and, on failure, one `error` event.
+pub fn stream<O: Objects + 'static>(objects: O, tail: Tail) -> impl Stream<Item = Bytes> + 'static {
+    let opened_at = objects.now_ms();
+    let Tail {
+        key,
+        mut query,
+        first_page,
+    } = tail;
+    let opening = Bytes::from(format!(": stasis event stream after={}\n\n", query.after));
+    query.after = first_page.next_after;
+    let state = (objects, key, query, Step::Send(first_page), opened_at);
+    let frames = futures::stream::unfold(state, |(objects, key, mut query, step, mut last_output)| async move {
+        let mut step = step;
+        loop {
+            match step {
+                Step::Done => return None,
+                Step::Send(page) => {
+                    let next = if page.has_more {
+                        Step::Read
+                    } else {
+                        Step::Wait { last_seq: page.last_seq }
+                    };
+                    if page.events.is_empty() {
+                        step = next;
+                        continue;
+                    }
+                    last_output = objects.now_ms();
+                    let chunk = frames_of(&page);
+                    return Some((chunk, (objects, key, query, next, last_output)));
+                }
+                Step::Read => match objects.agent(&key, AgentCall::ReadEvents(query.clone())).await {
+                    Ok(AgentReply::Events(page)) => {
+                        query.after = page.next_after;
+                        step = Step::Send(page);
+                    }
+                    Ok(_) => {
+                        let err = ApiError::internal("the agent answered a read with something else");
+                        return Some((error_frame(err), (objects, key, query, Step::Done, last_output)));
+                    }
+                    Err(err) => {
+                        return Some((error_frame(err.into()), (objects, key, query, Step::Done, last_output)));
+                    }
+                },
+                Step::Wait { last_seq } => {
+                    let idle = Duration::from_millis(
+                        u64::try_from(objects.now_ms().saturating_sub(last_output)).unwrap_or(0),
+                    );
+                    let Some(remaining) = KEEP_ALIVE.checked_sub(idle).filter(|d| !d.is_zero()) else {
+                        last_output = objects.now_ms();
+                        let keep_alive = Bytes::from_static(b": keep-alive\n\n");
+                        return Some((keep_alive, (objects, key, query, Step::Wait { last_seq }, last_output)));
+                    };
+                    objects.wait_for_events(&key, last_seq, remaining).await;
+                    step = Step::Read;
+                }
+            }
+        }
+    });
+    futures::StreamExt::chain(futures::stream::once(async move { opening }), frames)
+}
+
+/// `id: <seq>` and `data: <event JSON>` for each event of the page.
+fn frames_of(page: &ReadPage) -> Bytes {
+    let mut out = String::with_capacity(page.events.iter().map(|e| e.data.len() + 128).sum());
+    for event in &page.events {
+        out.push_str("id: ");
+        out.push_str(&event.seq.to_string());
+        out.push_str("\ndata: ");
+        // Data is stored verbatim, so it may hold line breaks (JSON
+        // whitespace only: breaks inside strings are escaped). SSE lines
+        // cannot, so drop CRs and continue LFs on a new `data:` line.
+        let mut json = String::new();
+        write_event(&mut json, event);
+        out.push_str(&json.replace('\r', "").replace('\n', "\ndata: "));
+        out.push_str("\n\n");
+    }
+    Bytes::from(out)
+}
+
+fn error_frame(err: ApiError) -> Bytes {
+    let body = err.into_response().into_body();
+    let text = String::from_utf8_lossy(&body).replace('\n', "\ndata: ");
+    Bytes::from(format!("event: error\ndata: {text}\n\n"))
+}

@@ -1,0 +1,82 @@
+//! The calls an agent object answers, as data.
+//!
+//! The API crate turns HTTP requests into [`AgentCall`]s; each runtime
+//! delivers them to the agent's object: the local host through the wasm
+//! components, the edge worker by serialising them to the agent's Durable
+//! Object, which runs [`execute`] on its own SQL.
+
+use crate::event_log::{
+    self, AppendBatch, AppendOutcome, AppendSettings, LogState, ReadPage, ReadQuery,
+    SessionSummary,
+};
+use crate::{DomainError, sql::SqlStore};
+use serde::{Deserialize, Serialize};
+
+/// What the runtime supplies to every call: the clock and its settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectEnv {
+    /// Milliseconds since the epoch.
+    pub now_ms: i64,
+    /// Retention: events kept per agent.
+    pub max_events: u64,
+}
+
+/// One operation on an agent object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum AgentCall {
+    /// Append a batch of events.
+    AppendEvents(AppendBatch),
+    /// Read a page of events.
+    ReadEvents(ReadQuery),
+    /// The log's bounds.
+    LogState,
+    /// Sessions named by the log.
+    ListSessions,
+}
+
+/// The answer to an [`AgentCall`], same variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum AgentReply {
+    /// Seqs of the appended batch.
+    Appended(AppendOutcome),
+    /// A page of events.
+    Events(ReadPage),
+    /// The log's bounds.
+    LogState(LogState),
+    /// Sessions, oldest first.
+    Sessions(Vec<SessionSummary>),
+}
+
+/// Creates every table an agent object needs; idempotent.
+pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
+    event_log::migrate(store)?;
+    Ok(())
+}
+
+/// Runs one call against the agent's store. The caller wraps it in one
+/// transaction and rolls back on error.
+pub fn execute(
+    store: &impl SqlStore,
+    call: &AgentCall,
+    env: &ObjectEnv,
+) -> Result<AgentReply, DomainError> {
+    Ok(match call {
+        AgentCall::AppendEvents(batch) => {
+            let settings = AppendSettings {
+                now_ms: env.now_ms,
+                max_events: env.max_events,
+            };
+            AgentReply::Appended(event_log::append(store, batch, &settings)?)
+        }
+        AgentCall::ReadEvents(query) => AgentReply::Events(event_log::read(store, query)?),
+        AgentCall::LogState => AgentReply::LogState(event_log::state(store)?),
+        AgentCall::ListSessions => AgentReply::Sessions(event_log::sessions(store)?),
+    })
+}
+
+/// True when the call may change the object (and so needs a durable commit).
+pub fn is_write(call: &AgentCall) -> bool {
+    matches!(call, AgentCall::AppendEvents(_))
+}

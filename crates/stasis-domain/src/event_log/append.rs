@@ -1,0 +1,115 @@
+//! Appending a batch.
+
+use super::{AppendBatch, AppendOutcome, AppendSettings, LogState, producers, read, retention};
+use crate::{DomainError, params, sql::SqlStore};
+use std::collections::BTreeMap;
+
+/// Appends `batch` in order, all or nothing, and applies retention.
+///
+/// A batch whose producer stamp was seen before appends nothing and returns
+/// the seqs it got the first time.
+pub fn append(
+    store: &impl SqlStore,
+    batch: &AppendBatch,
+    settings: &AppendSettings,
+) -> Result<AppendOutcome, DomainError> {
+    batch.validate()?;
+    if settings.max_events == 0 {
+        return Err(DomainError::invalid(
+            "invalid_settings",
+            "max_events must be at least 1",
+        ));
+    }
+    if let Some(stamp) = &batch.producer
+        && let Some(original) = producers::recall(store, stamp)?
+    {
+        return Ok(original);
+    }
+
+    let state = read::state(store)?;
+    let first_seq = state.last_seq + 1;
+    let mut seq = state.last_seq;
+    let mut touched_sessions: BTreeMap<&str, SessionDelta> = BTreeMap::new();
+    for event in &batch.events {
+        seq += 1;
+        store.run(
+            "INSERT INTO events (seq, type, session_id, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                seq,
+                event.event_type.as_str(),
+                event.session_id.as_deref(),
+                event.data.as_str(),
+                settings.now_ms
+            ],
+        )?;
+        if let Some(session) = &event.session_id {
+            touched_sessions
+                .entry(session)
+                .and_modify(|delta| {
+                    delta.last_seq = seq;
+                    delta.count += 1;
+                })
+                .or_insert(SessionDelta {
+                    first_seq: seq,
+                    last_seq: seq,
+                    count: 1,
+                });
+        }
+    }
+    for (session, delta) in touched_sessions {
+        record_session_events(store, session, &delta, settings.now_ms)?;
+    }
+
+    let outcome = AppendOutcome {
+        first_seq,
+        last_seq: seq,
+        duplicate: false,
+    };
+    let appended = seq - state.last_seq;
+    let grown = LogState {
+        first_seq: if state.first_seq == 0 { first_seq } else { state.first_seq },
+        last_seq: seq,
+        event_count: state.event_count + appended,
+    };
+    let kept = retention::apply(store, grown, settings.max_events)?;
+    write_state(store, &kept)?;
+    if let Some(stamp) = &batch.producer {
+        producers::remember(store, stamp, &outcome)?;
+    }
+    Ok(outcome)
+}
+
+/// How one batch changes one session.
+struct SessionDelta {
+    first_seq: u64,
+    last_seq: u64,
+    count: u64,
+}
+
+/// Creates the session on its first event, or extends it.
+fn record_session_events(
+    store: &impl SqlStore,
+    session: &str,
+    delta: &SessionDelta,
+    now_ms: i64,
+) -> Result<(), DomainError> {
+    store.run(
+        "INSERT INTO sessions (session_id, first_seq, last_seq, event_count, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+         ON CONFLICT (session_id) DO UPDATE SET
+            first_seq = CASE WHEN sessions.event_count = 0 THEN excluded.first_seq ELSE sessions.first_seq END,
+            last_seq = excluded.last_seq,
+            event_count = sessions.event_count + excluded.event_count,
+            updated_at = excluded.updated_at",
+        params![session, delta.first_seq, delta.last_seq, delta.count, now_ms],
+    )?;
+    Ok(())
+}
+
+fn write_state(store: &impl SqlStore, state: &LogState) -> Result<(), DomainError> {
+    store.run(
+        "UPDATE log_state SET first_seq = ?1, last_seq = ?2, event_count = ?3 WHERE id = 1",
+        params![state.first_seq, state.last_seq, state.event_count],
+    )?;
+    Ok(())
+}

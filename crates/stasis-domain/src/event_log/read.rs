@@ -1,0 +1,118 @@
+//! Reading the log.
+
+use super::{Event, LogState, ReadPage, ReadQuery, SessionSummary};
+use crate::{
+    DomainError, limits, params,
+    sql::{Row, RowExt, SqlStore, SqlValue},
+};
+
+/// The log's bounds and size.
+pub fn state(store: &impl SqlStore) -> Result<LogState, DomainError> {
+    let row = store
+        .first_row(
+            "SELECT first_seq, last_seq, event_count FROM log_state WHERE id = 1",
+            Vec::new(),
+        )?
+        .unwrap_or_default();
+    if row.is_empty() {
+        return Ok(LogState::default());
+    }
+    Ok(LogState {
+        first_seq: row.uint(0)?,
+        last_seq: row.uint(1)?,
+        event_count: row.uint(2)?,
+    })
+}
+
+/// Events with seq > `query.after`, in order, filtered and limited.
+pub fn read(store: &impl SqlStore, query: &ReadQuery) -> Result<ReadPage, DomainError> {
+    if query.limit == 0 || query.limit > limits::MAX_READ_LIMIT {
+        return Err(DomainError::invalid(
+            "invalid_request",
+            format!("limit must be 1 to {}", limits::MAX_READ_LIMIT),
+        ));
+    }
+    let state = state(store)?;
+    if state.first_seq > 1 && query.after < state.first_seq - 1 {
+        return Err(DomainError::CursorExpired {
+            first_seq: state.first_seq,
+        });
+    }
+
+    let mut sql = String::from(
+        "SELECT seq, type, session_id, data, created_at FROM events WHERE seq > ?1",
+    );
+    let mut params: Vec<SqlValue> = params![query.after];
+    if let Some(session) = &query.session_id {
+        params.push(session.as_str().into());
+        sql.push_str(&format!(" AND session_id = ?{}", params.len()));
+    }
+    if let Some(event_type) = &query.event_type {
+        params.push(event_type.as_str().into());
+        sql.push_str(&format!(" AND type = ?{}", params.len()));
+    }
+    params.push((query.limit + 1).into());
+    sql.push_str(&format!(" ORDER BY seq LIMIT ?{}", params.len()));
+
+    let rows = store.execute(&sql, params)?;
+    let has_more = rows.len() > query.limit as usize;
+    let mut events = Vec::with_capacity(rows.len().min(query.limit as usize));
+    for row in rows.into_iter().take(query.limit as usize) {
+        events.push(event_from_row(row)?);
+    }
+    let next_after = match (has_more, events.last()) {
+        (true, Some(last)) => last.seq,
+        _ => query.after.max(state.last_seq),
+    };
+    Ok(ReadPage {
+        events,
+        next_after,
+        has_more,
+        first_seq: state.first_seq,
+        last_seq: state.last_seq,
+    })
+}
+
+fn event_from_row(row: Row) -> Result<Event, DomainError> {
+    let seq = row.uint(0)?;
+    let created_at_ms = row.int(4)?;
+    let mut columns = row.into_iter();
+    let (Some(_), Some(SqlValue::Text(event_type)), Some(session), Some(SqlValue::Text(data))) =
+        (columns.next(), columns.next(), columns.next(), columns.next())
+    else {
+        return Err(DomainError::Storage(format!("event {seq}: unexpected row shape")));
+    };
+    let session_id = match session {
+        SqlValue::Text(s) => Some(s),
+        _ => None,
+    };
+    Ok(Event {
+        seq,
+        event_type,
+        session_id,
+        data,
+        created_at_ms,
+    })
+}
+
+/// Sessions named by the log, oldest first.
+pub fn sessions(store: &impl SqlStore) -> Result<Vec<SessionSummary>, DomainError> {
+    let rows = store.execute(
+        "SELECT session_id, status, first_seq, last_seq, event_count, created_at, updated_at
+         FROM sessions ORDER BY created_at, session_id",
+        Vec::new(),
+    )?;
+    rows.iter()
+        .map(|row| {
+            Ok(SessionSummary {
+                session_id: row.text(0)?.to_owned(),
+                status: row.text(1)?.to_owned(),
+                first_seq: row.uint(2)?,
+                last_seq: row.uint(3)?,
+                event_count: row.uint(4)?,
+                created_at_ms: row.int(5)?,
+                updated_at_ms: row.int(6)?,
+            })
+        })
+        .collect()
+}

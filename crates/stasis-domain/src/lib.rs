@@ -1,0 +1,31 @@
+//! The rules of stasis, written once and run everywhere.
+//!
+//! This crate knows nothing about wasm, wasmtime, Workers or HTTP. It states
+//! what an agent's event log (and, later, its sessions, snapshots and town)
+//! must do, on top of storage *ports*:
+//!
+//! - [`sql::SqlStore`]: one object's SQL database, synchronous like Durable
+//!   Object SQL and like a component's `sql` import. Each call into this crate
+//!   runs inside one transaction the adapter owns.
+//!
+//! The wasm components, the local host and the edge worker are adapters over
+//! these functions; none of them restates a rule.
+//!
+//! ```
+//! # use stasis_domain::{event_log::{self, AppendBatch, NewEvent, AppendSettings}, sql::SqlStore};
+//! # fn demo(store: &impl SqlStore) -> Result<(), stasis_domain::DomainError> {
+//! event_log::migrate(store)?;
+//! let batch = AppendBatch::new(vec![NewEvent::new("message.created", None, r#"{"text":"hi"}"#)]);
+//! let outcome = event_log::append(store, &batch, &AppendSettings::new(0))?;
+//! assert_eq!((outcome.first_seq, outcome.last_seq), (1, 1));
+//! # Ok(()) }
+//! ```
+
+pub mod agent;
+pub mod error;
+pub mod event_log;
+pub mod ids;
+pub mod limits;
+pub mod sql;
+
+pub use error::{DomainError, Refusal};

@@ -1,0 +1,121 @@
+//! The domain's [`SqlStore`] port over a local SQLite connection.
+//!
+//! The host uses it to answer its components' `sql` import; the domain's own
+//! tests use it so that the rules are checked against real SQLite. Statements
+//! go through rusqlite's prepared-statement cache: the rules issue the same
+//! few statements over and over.
+
+use rusqlite::{Connection, ToSql, types::ValueRef};
+use stasis_domain::sql::{Row, SqlStore, SqlValue, StorageError};
+use std::path::Path;
+
+/// How hard a commit works to survive a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync the WAL before a commit returns: survives power loss.
+    Fsync,
+    /// Hand the WAL to the OS before a commit returns: survives a killed
+    /// process, not a power cut.
+    Os,
+}
+
+/// One object's SQLite database.
+pub struct SqliteStore {
+    conn: Connection,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database at `path` in WAL mode.
+    pub fn open(path: &Path, durability: Durability) -> Result<Self, StorageError> {
+        let conn = Connection::open(path).map_err(storage_error)?;
+        Self::configure(conn, durability)
+    }
+
+    /// A private in-memory database, for tests.
+    pub fn in_memory() -> Result<Self, StorageError> {
+        let conn = Connection::open_in_memory().map_err(storage_error)?;
+        Self::configure(conn, Durability::Os)
+    }
+
+    fn configure(conn: Connection, durability: Durability) -> Result<Self, StorageError> {
+        let synchronous = match durability {
+            Durability::Fsync => "FULL",
+            Durability::Os => "NORMAL",
+        };
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = {synchronous};
+             PRAGMA foreign_keys = ON;
+             PRAGMA busy_timeout = 5000;"
+        ))
+        .map_err(storage_error)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(Self { conn })
+    }
+
+    /// The underlying connection, for transactions the adapter owns.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl SqlStore for SqliteStore {
+    fn execute(&self, statement: &str, params: Vec<SqlValue>) -> Result<Vec<Row>, StorageError> {
+        let mut prepared = self.conn.prepare_cached(statement).map_err(storage_error)?;
+        let columns = prepared.column_count();
+        let mut rows = prepared
+            .query(rusqlite::params_from_iter(params.iter().map(Bind)))
+            .map_err(storage_error)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(storage_error)? {
+            let mut values = Vec::with_capacity(columns);
+            for index in 0..columns {
+                values.push(value_from(row.get_ref(index).map_err(storage_error)?));
+            }
+            out.push(values);
+        }
+        Ok(out)
+    }
+}
+
+/// Binds a domain value as a rusqlite parameter without copying it.
+struct Bind<'a>(&'a SqlValue);
+
+impl ToSql for Bind<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::ToSqlOutput::Borrowed;
+        Ok(match self.0 {
+            SqlValue::Null => Borrowed(ValueRef::Null),
+            SqlValue::Integer(v) => Borrowed(ValueRef::Integer(*v)),
+            SqlValue::Real(v) => Borrowed(ValueRef::Real(*v)),
+            SqlValue::Text(v) => Borrowed(ValueRef::Text(v.as_bytes())),
+            SqlValue::Blob(v) => Borrowed(ValueRef::Blob(v)),
+        })
+    }
+}
+
+fn value_from(value: ValueRef<'_>) -> SqlValue {
+    match value {
+        ValueRef::Null => SqlValue::Null,
+        ValueRef::Integer(v) => SqlValue::Integer(v),
+        ValueRef::Real(v) => SqlValue::Real(v),
+        ValueRef::Text(v) => SqlValue::Text(String::from_utf8_lossy(v).into_owned()),
+        ValueRef::Blob(v) => SqlValue::Blob(v.to_vec()),
+    }
+}
+
+/// Sorts rusqlite's errors into the port's kinds.
+pub fn storage_error(err: rusqlite::Error) -> StorageError {
+    use rusqlite::ffi::ErrorCode;
+    match &err {
+        rusqlite::Error::SqliteFailure(code, _) => match code.code {
+            ErrorCode::ConstraintViolation => StorageError::ConstraintViolation(err.to_string()),
+            ErrorCode::TooBig => StorageError::TooBig(err.to_string()),
+            _ => StorageError::Io(err.to_string()),
+        },
+        rusqlite::Error::SqlInputError { .. } | rusqlite::Error::InvalidParameterCount(..) => {
+            StorageError::InvalidStatement(err.to_string())
+        }
+        _ => StorageError::Io(err.to_string()),
+    }
+}
