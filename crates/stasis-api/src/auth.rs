@@ -92,7 +92,13 @@ mod tests {
         assert_eq!(verify(b"other", &token), None);
         let forged = token.replacen("town.a.", "town.b.", 1);
         assert_eq!(verify(b"s", &forged), None);
-        for junk in ["", "stasis_v1.", "stasis_v1.admin.zz", "Bearer x", "stasis_v1.admin"] {
+        for junk in [
+            "",
+            "stasis_v1.",
+            "stasis_v1.admin.zz",
+            "Bearer x",
+            "stasis_v1.admin",
+        ] {
             assert_eq!(verify(b"s", junk), None, "{junk:?}");
         }
     }

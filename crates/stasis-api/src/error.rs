@@ -111,9 +111,11 @@ impl From<DomainError> for ApiError {
             DomainError::CursorExpired { first_seq } => {
                 Self::new(StatusCode::GONE, "cursor_expired", message).with("first_seq", first_seq)
             }
-            DomainError::Unavailable(r) => Self::new(StatusCode::SERVICE_UNAVAILABLE, &r.code, message)
-                .with("retry_after", 1)
-                .with_header(header::RETRY_AFTER, "1"),
+            DomainError::Unavailable(r) => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, &r.code, message)
+                    .with("retry_after", 1)
+                    .with_header(header::RETRY_AFTER, "1")
+            }
             DomainError::Storage(detail) => Self::internal(format!("storage failure: {detail}")),
         }
     }

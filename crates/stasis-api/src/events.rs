@@ -50,7 +50,9 @@ pub fn parse_append(body: &[u8]) -> Result<AppendBatch, ApiError> {
         .map(|event| NewEvent {
             event_type: event.event_type,
             session_id: event.session_id,
-            data: event.data.map_or_else(|| "null".to_owned(), |raw| raw.get().to_owned()),
+            data: event
+                .data
+                .map_or_else(|| "null".to_owned(), |raw| raw.get().to_owned()),
         })
         .collect();
     Ok(AppendBatch { events, producer })
@@ -60,7 +62,9 @@ pub fn parse_append(body: &[u8]) -> Result<AppendBatch, ApiError> {
 /// (given as `last_event_id`) overrides `after`.
 pub fn parse_read(query: &Query, last_event_id: Option<u64>) -> Result<ReadQuery, ApiError> {
     let after = query.u64("after")?.unwrap_or(0);
-    let limit = query.u64("limit")?.unwrap_or(u64::from(limits::DEFAULT_READ_LIMIT));
+    let limit = query
+        .u64("limit")?
+        .unwrap_or(u64::from(limits::DEFAULT_READ_LIMIT));
     if limit == 0 || limit > u64::from(limits::MAX_READ_LIMIT) {
         return Err(ApiError::invalid_request(format!(
             "limit must be 1 to {}",
@@ -99,14 +103,14 @@ pub fn render(reply: AgentReply) -> Response<Bytes> {
                 .collect();
             reply::json(StatusCode::OK, &serde_json::json!({ "sessions": list }))
         }
-        AgentReply::LogState(state) => reply::json(StatusCode::OK, &state),
     }
 }
 
 /// A page as JSON. Event data is stored as JSON text and written as is,
 /// without parsing it again.
 pub fn page_json(page: &ReadPage) -> String {
-    let mut out = String::with_capacity(64 + page.events.iter().map(|e| e.data.len() + 96).sum::<usize>());
+    let mut out =
+        String::with_capacity(64 + page.events.iter().map(|e| e.data.len() + 96).sum::<usize>());
     out.push_str(r#"{"events":["#);
     for (index, event) in page.events.iter().enumerate() {
         if index > 0 {
@@ -166,8 +170,7 @@ mod tests {
             first_seq: 1,
             last_seq: 3,
         };
-        let value: serde_json::Value =
-            serde_json::from_str(&page_json(&page)).expect("valid json");
+        let value: serde_json::Value = serde_json::from_str(&page_json(&page)).expect("valid json");
         assert_eq!(value["events"][0]["type"], "t\"q");
         assert_eq!(value["events"][0]["data"]["a"][1], "é");
         assert_eq!(value["last_seq"], 3);
@@ -176,7 +179,10 @@ mod tests {
     #[test]
     fn missing_data_is_stored_as_null_and_stamps_come_in_pairs() {
         let batch = parse_append(br#"{"events":[{"type":"x"}]}"#).map_err(|e| e.code);
-        assert_eq!(batch.map(|b| b.events[0].data.clone()), Ok("null".to_owned()));
+        assert_eq!(
+            batch.map(|b| b.events[0].data.clone()),
+            Ok("null".to_owned())
+        );
         let half = parse_append(br#"{"events":[{"type":"x"}],"producer_id":"p"}"#);
         assert_eq!(half.map_err(|e| e.code), Err("invalid_request".to_owned()));
     }

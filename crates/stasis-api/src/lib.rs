@@ -84,7 +84,11 @@ impl<O: Objects> Api<O> {
     pub fn admit(&self, head: &Parts) -> Result<Admitted, ApiError> {
         let path = head.uri.path();
         let public = path == "/healthz";
-        let scope = if public { Scope::Admin } else { self.authenticate(&head.headers)? };
+        let scope = if public {
+            Scope::Admin
+        } else {
+            self.authenticate(&head.headers)?
+        };
         let endpoint = route::resolve(path)?;
         let allowed = endpoint.allowed_methods();
         let method_ok = allowed.contains(&head.method)
@@ -133,7 +137,9 @@ impl<O: Objects> Api<O> {
             .to_str()
             .ok()
             .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or_else(|| ApiError::unauthorized("the Authorization header must be 'Bearer <token>'"))?;
+            .ok_or_else(|| {
+                ApiError::unauthorized("the Authorization header must be 'Bearer <token>'")
+            })?;
         auth::verify(secret, token.trim())
             .ok_or_else(|| ApiError::unauthorized("the token is not valid for this server"))
     }
@@ -161,14 +167,23 @@ impl<O: Objects> Api<O> {
             Endpoint::Health => reply::json(StatusCode::OK, &serde_json::json!({"status": "ok"})),
             Endpoint::AgentEvents(key) if method == Method::POST => {
                 let batch = events::parse_append(&body)?;
-                events::render(self.objects.agent(&key, AgentCall::AppendEvents(batch)).await?)
+                events::render(
+                    self.objects
+                        .agent(&key, AgentCall::AppendEvents(batch))
+                        .await?,
+                )
             }
             Endpoint::AgentEvents(key) => {
                 let read = events::parse_read(&query, last_event_id(&headers)?)?;
-                let reply = self.objects.agent(&key, AgentCall::ReadEvents(read.clone())).await?;
+                let reply = self
+                    .objects
+                    .agent(&key, AgentCall::ReadEvents(read.clone()))
+                    .await?;
                 if wants_event_stream(&headers) && method == Method::GET {
                     let stasis_domain::agent::AgentReply::Events(first_page) = reply else {
-                        return Err(ApiError::internal("the agent answered a read with something else"));
+                        return Err(ApiError::internal(
+                            "the agent answered a read with something else",
+                        ));
                     };
                     return Ok(Reply::Stream(sse::Tail {
                         key,
@@ -190,8 +205,14 @@ impl<O: Objects> Api<O> {
 pub fn event_stream_head() -> Response<()> {
     let mut response = Response::new(());
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/event-stream"));
-    headers.insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-cache"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-cache"),
+    );
     headers.insert("x-accel-buffering", http::HeaderValue::from_static("no"));
     response
 }
@@ -213,7 +234,9 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(Some)
-        .ok_or_else(|| ApiError::invalid_request("Last-Event-ID must be a non-negative integer seq"))
+        .ok_or_else(|| {
+            ApiError::invalid_request("Last-Event-ID must be a non-negative integer seq")
+        })
 }
 
 fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {

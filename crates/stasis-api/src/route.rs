@@ -56,7 +56,16 @@ pub fn resolve(raw_path: &str) -> Result<Endpoint, ApiError> {
     let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
     let pattern = match segments.as_slice() {
         ["healthz"] => Pattern::Health,
-        ["api", "towns", town, "rigs", rig, "agents", agent, rest @ ..] => Pattern::Agent {
+        [
+            "api",
+            "towns",
+            town,
+            "rigs",
+            rig,
+            "agents",
+            agent,
+            rest @ ..,
+        ] => Pattern::Agent {
             town,
             rig,
             agent,
@@ -107,7 +116,11 @@ fn decode_segments(raw_path: &str) -> Result<Vec<String>, ApiError> {
 
 /// 405 for a method the endpoint does not take.
 pub fn method_not_allowed(endpoint: &Endpoint, method: &Method) -> ApiError {
-    let allowed: Vec<&str> = endpoint.allowed_methods().iter().map(Method::as_str).collect();
+    let allowed: Vec<&str> = endpoint
+        .allowed_methods()
+        .iter()
+        .map(Method::as_str)
+        .collect();
     let mut allow = allowed.join(", ");
     if endpoint.allowed_methods().contains(&Method::GET) {
         allow.push_str(", HEAD");
@@ -126,7 +139,9 @@ mod tests {
     use super::*;
 
     fn code(path: &str) -> String {
-        resolve(path).map(|_| "ok".to_owned()).unwrap_or_else(|e| e.code)
+        resolve(path)
+            .map(|_| "ok".to_owned())
+            .unwrap_or_else(|e| e.code)
     }
 
     #[test]
@@ -145,8 +160,14 @@ mod tests {
     #[test]
     fn dot_segments_and_encoded_slashes_are_invalid_ids() {
         assert_eq!(code("/api/towns/../rigs/r/agents/a/events"), "invalid_id");
-        assert_eq!(code("/api/towns/%2E%2E/rigs/r/agents/a/events"), "invalid_id");
-        assert_eq!(code("/api/towns/a%2Fb/rigs/r/agents/a/events"), "invalid_id");
+        assert_eq!(
+            code("/api/towns/%2E%2E/rigs/r/agents/a/events"),
+            "invalid_id"
+        );
+        assert_eq!(
+            code("/api/towns/a%2Fb/rigs/r/agents/a/events"),
+            "invalid_id"
+        );
         assert_eq!(code("/api/towns/%FF/rigs/r/agents/a/events"), "invalid_id");
     }
 

@@ -49,53 +49,73 @@ pub fn stream<O: Objects + 'static>(objects: O, tail: Tail) -> impl Stream<Item 
     let opening = Bytes::from(format!(": stasis event stream after={}\n\n", query.after));
     query.after = first_page.next_after;
     let state = (objects, key, query, Step::Send(first_page), opened_at);
-    let frames = futures::stream::unfold(state, |(objects, key, mut query, step, mut last_output)| async move {
-        let mut step = step;
-        loop {
-            match step {
-                Step::Done => return None,
-                Step::Send(page) => {
-                    let next = if page.has_more {
-                        Step::Read
-                    } else {
-                        Step::Wait { last_seq: page.last_seq }
-                    };
-                    if page.events.is_empty() {
-                        step = next;
-                        continue;
-                    }
-                    last_output = objects.now_ms();
-                    let chunk = frames_of(&page);
-                    return Some((chunk, (objects, key, query, next, last_output)));
-                }
-                Step::Read => match objects.agent(&key, AgentCall::ReadEvents(query.clone())).await {
-                    Ok(AgentReply::Events(page)) => {
-                        query.after = page.next_after;
-                        step = Step::Send(page);
-                    }
-                    Ok(_) => {
-                        let err = ApiError::internal("the agent answered a read with something else");
-                        return Some((error_frame(err), (objects, key, query, Step::Done, last_output)));
-                    }
-                    Err(err) => {
-                        return Some((error_frame(err.into()), (objects, key, query, Step::Done, last_output)));
-                    }
-                },
-                Step::Wait { last_seq } => {
-                    let idle = Duration::from_millis(
-                        u64::try_from(objects.now_ms().saturating_sub(last_output)).unwrap_or(0),
-                    );
-                    let Some(remaining) = KEEP_ALIVE.checked_sub(idle).filter(|d| !d.is_zero()) else {
+    let frames = futures::stream::unfold(
+        state,
+        |(objects, key, mut query, step, mut last_output)| async move {
+            let mut step = step;
+            loop {
+                match step {
+                    Step::Done => return None,
+                    Step::Send(page) => {
+                        let next = if page.has_more {
+                            Step::Read
+                        } else {
+                            Step::Wait {
+                                last_seq: page.last_seq,
+                            }
+                        };
+                        if page.events.is_empty() {
+                            step = next;
+                            continue;
+                        }
                         last_output = objects.now_ms();
-                        let keep_alive = Bytes::from_static(b": keep-alive\n\n");
-                        return Some((keep_alive, (objects, key, query, Step::Wait { last_seq }, last_output)));
-                    };
-                    objects.wait_for_events(&key, last_seq, remaining).await;
-                    step = Step::Read;
+                        let chunk = frames_of(&page);
+                        return Some((chunk, (objects, key, query, next, last_output)));
+                    }
+                    Step::Read => match objects
+                        .agent(&key, AgentCall::ReadEvents(query.clone()))
+                        .await
+                    {
+                        Ok(AgentReply::Events(page)) => {
+                            query.after = page.next_after;
+                            step = Step::Send(page);
+                        }
+                        Ok(_) => {
+                            let err =
+                                ApiError::internal("the agent answered a read with something else");
+                            return Some((
+                                error_frame(err),
+                                (objects, key, query, Step::Done, last_output),
+                            ));
+                        }
+                        Err(err) => {
+                            return Some((
+                                error_frame(err.into()),
+                                (objects, key, query, Step::Done, last_output),
+                            ));
+                        }
+                    },
+                    Step::Wait { last_seq } => {
+                        let idle = Duration::from_millis(
+                            u64::try_from(objects.now_ms().saturating_sub(last_output))
+                                .unwrap_or(0),
+                        );
+                        let Some(remaining) = KEEP_ALIVE.checked_sub(idle).filter(|d| !d.is_zero())
+                        else {
+                            last_output = objects.now_ms();
+                            let keep_alive = Bytes::from_static(b": keep-alive\n\n");
+                            return Some((
+                                keep_alive,
+                                (objects, key, query, Step::Wait { last_seq }, last_output),
+                            ));
+                        };
+                        objects.wait_for_events(&key, last_seq, remaining).await;
+                        step = Step::Read;
+                    }
                 }
             }
-        }
-    });
+        },
+    );
     futures::StreamExt::chain(futures::stream::once(async move { opening }), frames)
 }
 

@@ -6,8 +6,7 @@
 //! Object, which runs [`execute`] on its own SQL.
 
 use crate::event_log::{
-    self, AppendBatch, AppendOutcome, AppendSettings, LogState, ReadPage, ReadQuery,
-    SessionSummary,
+    self, AppendBatch, AppendOutcome, AppendSettings, ReadPage, ReadQuery, SessionSummary,
 };
 use crate::{DomainError, sql::SqlStore};
 use serde::{Deserialize, Serialize};
@@ -29,8 +28,6 @@ pub enum AgentCall {
     AppendEvents(AppendBatch),
     /// Read a page of events.
     ReadEvents(ReadQuery),
-    /// The log's bounds.
-    LogState,
     /// Sessions named by the log.
     ListSessions,
 }
@@ -43,8 +40,6 @@ pub enum AgentReply {
     Appended(AppendOutcome),
     /// A page of events.
     Events(ReadPage),
-    /// The log's bounds.
-    LogState(LogState),
     /// Sessions, oldest first.
     Sessions(Vec<SessionSummary>),
 }
@@ -71,7 +66,6 @@ pub fn execute(
             AgentReply::Appended(event_log::append(store, batch, &settings)?)
         }
         AgentCall::ReadEvents(query) => AgentReply::Events(event_log::read(store, query)?),
-        AgentCall::LogState => AgentReply::LogState(event_log::state(store)?),
         AgentCall::ListSessions => AgentReply::Sessions(event_log::sessions(store)?),
     })
 }

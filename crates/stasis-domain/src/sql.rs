@@ -53,7 +53,11 @@ pub trait SqlStore {
     }
 
     /// Runs a query expected to return at most one row.
-    fn first_row(&self, statement: &str, params: Vec<SqlValue>) -> Result<Option<Row>, StorageError> {
+    fn first_row(
+        &self,
+        statement: &str,
+        params: Vec<SqlValue>,
+    ) -> Result<Option<Row>, StorageError> {
         Ok(self.execute(statement, params)?.into_iter().next())
     }
 }

@@ -1,9 +1,9 @@
 //! The event log's rules, checked against real SQLite.
 
+use proptest::prelude::*;
 use stasis_domain::event_log::*;
 use stasis_domain::sql::SqlStore;
 use stasis_domain::{DomainError, limits};
-use proptest::prelude::*;
 use stasis_sqlite::SqliteStore;
 
 fn store() -> SqliteStore {
@@ -82,7 +82,12 @@ fn a_batch_with_one_oversized_event_stores_nothing() {
 #[test]
 fn more_than_a_thousand_events_in_a_batch_is_refused() {
     let store = store();
-    let err = append(&store, &AppendBatch::new(events(1001, None)), &settings(5000)).unwrap_err();
+    let err = append(
+        &store,
+        &AppendBatch::new(events(1001, None)),
+        &settings(5000),
+    )
+    .unwrap_err();
     assert_eq!(err.code(), "batch_too_large");
     assert!(all_seqs(&store).is_empty());
 }
@@ -93,7 +98,10 @@ fn a_retried_stamp_returns_the_original_seqs_and_appends_nothing() {
     let first = append(&store, &stamped(3, "container-a", 7), &settings(100)).expect("append");
     append(&store, &AppendBatch::new(events(1, None)), &settings(100)).expect("append");
     let retry = append(&store, &stamped(3, "container-a", 7), &settings(100)).expect("retry");
-    assert_eq!((retry.first_seq, retry.last_seq, retry.duplicate), (1, 3, true));
+    assert_eq!(
+        (retry.first_seq, retry.last_seq, retry.duplicate),
+        (1, 3, true)
+    );
     assert_eq!(first.first_seq, retry.first_seq);
     assert_eq!(all_seqs(&store), vec![1, 2, 3, 4]);
 }
@@ -129,13 +137,19 @@ fn reads_resume_after_an_exclusive_cursor() {
     let mut query = ReadQuery::after(4);
     query.limit = 3;
     let page = read(&store, &query).expect("read");
-    assert_eq!(page.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![5, 6, 7]);
+    assert_eq!(
+        page.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![5, 6, 7]
+    );
     assert!(page.has_more);
     assert_eq!(page.next_after, 7);
     let rest = read(&store, &ReadQuery::after(page.next_after)).expect("read");
     assert_eq!(rest.events.first().map(|e| e.seq), Some(8));
     assert!(!rest.has_more);
-    assert_eq!((rest.next_after, rest.first_seq, rest.last_seq), (10, 1, 10));
+    assert_eq!(
+        (rest.next_after, rest.first_seq, rest.last_seq),
+        (10, 1, 10)
+    );
 }
 
 #[test]
@@ -150,20 +164,31 @@ fn filters_select_by_session_and_type_and_skip_to_the_end() {
     query.session_id = Some("s1".into());
     query.event_type = Some("tool.called".into());
     let page = read(&store, &query).expect("read");
-    assert_eq!(page.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![4]);
+    assert_eq!(
+        page.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![4]
+    );
     assert_eq!(page.next_after, 4);
 
     query.session_id = Some("s3".into());
     let none = read(&store, &query).expect("read");
     assert!(none.events.is_empty());
-    assert_eq!(none.next_after, 4, "an empty filtered page still advances the cursor");
+    assert_eq!(
+        none.next_after, 4,
+        "an empty filtered page still advances the cursor"
+    );
 }
 
 #[test]
 fn retention_keeps_the_newest_and_expires_older_cursors() {
     let store = store();
     for _ in 0..3 {
-        append(&store, &AppendBatch::new(events(4, Some("s"))), &settings(5)).expect("append");
+        append(
+            &store,
+            &AppendBatch::new(events(4, Some("s"))),
+            &settings(5),
+        )
+        .expect("append");
     }
     assert_eq!(all_seqs(&store), vec![8, 9, 10, 11, 12]);
     let st = state(&store).expect("state");
@@ -172,23 +197,58 @@ fn retention_keeps_the_newest_and_expires_older_cursors() {
         read(&store, &ReadQuery::after(6)).unwrap_err(),
         DomainError::CursorExpired { first_seq: 8 }
     );
-    assert_eq!(read(&store, &ReadQuery::after(7)).expect("read").events.len(), 5);
+    assert_eq!(
+        read(&store, &ReadQuery::after(7))
+            .expect("read")
+            .events
+            .len(),
+        5
+    );
     let session = &sessions(&store).expect("sessions")[0];
-    assert_eq!((session.first_seq, session.last_seq, session.event_count), (8, 12, 5));
+    assert_eq!(
+        (session.first_seq, session.last_seq, session.event_count),
+        (8, 12, 5)
+    );
 }
 
 #[test]
 fn sessions_are_created_by_their_first_event() {
     let store = store();
-    append(&store, &AppendBatch::new(events(2, Some("a"))), &settings(100)).expect("append");
-    append(&store, &AppendBatch::new(events(1, Some("b"))), &settings(100)).expect("append");
-    append(&store, &AppendBatch::new(events(1, Some("a"))), &settings(100)).expect("append");
+    append(
+        &store,
+        &AppendBatch::new(events(2, Some("a"))),
+        &settings(100),
+    )
+    .expect("append");
+    append(
+        &store,
+        &AppendBatch::new(events(1, Some("b"))),
+        &settings(100),
+    )
+    .expect("append");
+    append(
+        &store,
+        &AppendBatch::new(events(1, Some("a"))),
+        &settings(100),
+    )
+    .expect("append");
     let list = sessions(&store).expect("sessions");
     let summary: Vec<_> = list
         .iter()
-        .map(|s| (s.session_id.as_str(), s.first_seq, s.last_seq, s.event_count, s.status.as_str()))
+        .map(|s| {
+            (
+                s.session_id.as_str(),
+                s.first_seq,
+                s.last_seq,
+                s.event_count,
+                s.status.as_str(),
+            )
+        })
         .collect();
-    assert_eq!(summary, vec![("a", 1, 4, 3, "running"), ("b", 3, 3, 1, "running")]);
+    assert_eq!(
+        summary,
+        vec![("a", 1, 4, 3, "running"), ("b", 3, 3, 1, "running")]
+    );
 }
 
 #[test]
@@ -204,7 +264,10 @@ fn a_limit_outside_the_allowed_range_is_refused() {
 /// One step of a random workload.
 #[derive(Debug, Clone)]
 enum Step {
-    Append { size: usize, stamp: Option<(u8, u64)> },
+    Append {
+        size: usize,
+        stamp: Option<(u8, u64)>,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {

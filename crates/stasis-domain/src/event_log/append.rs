@@ -67,7 +67,11 @@ pub fn append(
     };
     let appended = seq - state.last_seq;
     let grown = LogState {
-        first_seq: if state.first_seq == 0 { first_seq } else { state.first_seq },
+        first_seq: if state.first_seq == 0 {
+            first_seq
+        } else {
+            state.first_seq
+        },
         last_seq: seq,
         event_count: state.event_count + appended,
     };

@@ -39,9 +39,8 @@ pub fn read(store: &impl SqlStore, query: &ReadQuery) -> Result<ReadPage, Domain
         });
     }
 
-    let mut sql = String::from(
-        "SELECT seq, type, session_id, data, created_at FROM events WHERE seq > ?1",
-    );
+    let mut sql =
+        String::from("SELECT seq, type, session_id, data, created_at FROM events WHERE seq > ?1");
     let mut params: Vec<SqlValue> = params![query.after];
     if let Some(session) = &query.session_id {
         params.push(session.as_str().into());
@@ -77,10 +76,15 @@ fn event_from_row(row: Row) -> Result<Event, DomainError> {
     let seq = row.uint(0)?;
     let created_at_ms = row.int(4)?;
     let mut columns = row.into_iter();
-    let (Some(_), Some(SqlValue::Text(event_type)), Some(session), Some(SqlValue::Text(data))) =
-        (columns.next(), columns.next(), columns.next(), columns.next())
-    else {
-        return Err(DomainError::Storage(format!("event {seq}: unexpected row shape")));
+    let (Some(_), Some(SqlValue::Text(event_type)), Some(session), Some(SqlValue::Text(data))) = (
+        columns.next(),
+        columns.next(),
+        columns.next(),
+        columns.next(),
+    ) else {
+        return Err(DomainError::Storage(format!(
+            "event {seq}: unexpected row shape"
+        )));
     };
     let session_id = match session {
         SqlValue::Text(s) => Some(s),

@@ -1,0 +1,64 @@
+//! Settings of `stasis serve`.
+
+use anyhow::{Context, bail};
+use stasis_sqlite::Durability;
+use std::{net::SocketAddr, path::PathBuf};
+
+/// Everything `serve` needs.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Folder holding every object's database and the KV blobs.
+    pub data_dir: PathBuf,
+    /// Whether a commit waits for fsync.
+    pub durability: Durability,
+    /// Retention: events kept per agent.
+    pub max_events_per_agent: u64,
+    /// The token secret; `None` serves loopback only, without auth.
+    pub secret: Option<Vec<u8>>,
+}
+
+impl ServeConfig {
+    /// Refuses settings that would be unsafe or meaningless.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.secret.is_none() && !self.listen.ip().is_loopback() {
+            bail!(
+                "no secret is configured (STASIS_SECRET or --secret-file), so stasis serves \
+                 only on loopback; {} is not a loopback address",
+                self.listen
+            );
+        }
+        if self.max_events_per_agent == 0 {
+            bail!("--max-events-per-agent must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// Reads the secret from `STASIS_SECRET`'s value or from a file (trimmed).
+pub fn load_secret(
+    value: Option<String>,
+    file: Option<PathBuf>,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    let secret = match (value, file) {
+        (Some(value), _) => value,
+        (None, Some(path)) => std::fs::read_to_string(&path)
+            .with_context(|| format!("reading the secret file {}", path.display()))?,
+        (None, None) => return Ok(None),
+    };
+    let secret = secret.trim();
+    if secret.len() < 16 {
+        bail!("the secret must be at least 16 characters");
+    }
+    Ok(Some(secret.as_bytes().to_vec()))
+}
+
+/// Parses `fsync` or `os`.
+pub fn parse_durability(value: &str) -> Result<Durability, String> {
+    match value {
+        "fsync" => Ok(Durability::Fsync),
+        "os" => Ok(Durability::Os),
+        other => Err(format!("durability is 'fsync' or 'os', not {other:?}")),
+    }
+}

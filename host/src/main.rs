@@ -1,0 +1,111 @@
+//! The `stasis` command: serve the local runtime, or mint tokens.
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use stasis_api::auth::{self, Scope};
+use stasis_host::config::{self, ServeConfig};
+use std::{net::SocketAddr, path::PathBuf};
+
+/// stasis keeps the state of agents that run in ephemeral containers.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the HTTP API from a local data folder.
+    Serve(ServeArgs),
+    /// Print a bearer token minted from the secret.
+    Token(TokenArgs),
+}
+
+#[derive(Args)]
+struct SecretArgs {
+    /// The token secret (at least 16 characters).
+    #[arg(long, env = "STASIS_SECRET", hide_env_values = true)]
+    secret: Option<String>,
+    /// A file holding the token secret.
+    #[arg(long, env = "STASIS_SECRET_FILE")]
+    secret_file: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on. Without a secret, only loopback is allowed.
+    #[arg(long, env = "STASIS_LISTEN", default_value = "127.0.0.1:8787")]
+    listen: SocketAddr,
+    /// Folder for every object's SQLite database and the KV blobs.
+    #[arg(long, env = "STASIS_DATA_DIR", default_value = "./stasis-data")]
+    data_dir: PathBuf,
+    /// `fsync`: an acknowledged write survives power loss (default).
+    /// `os`: it survives a killed process, not a power cut; faster.
+    #[arg(long, env = "STASIS_DURABILITY", default_value = "fsync", value_parser = config::parse_durability)]
+    durability: stasis_sqlite::Durability,
+    /// Retention: events kept per agent; the oldest go first.
+    #[arg(long, env = "STASIS_MAX_EVENTS_PER_AGENT", default_value_t = stasis_domain::limits::DEFAULT_MAX_EVENTS)]
+    max_events_per_agent: u64,
+    #[command(flatten)]
+    secret: SecretArgs,
+}
+
+#[derive(Args)]
+struct TokenArgs {
+    /// A token that reaches every town.
+    #[arg(long, conflicts_with = "town", required_unless_present = "town")]
+    admin: bool,
+    /// A token that reaches only this town.
+    #[arg(long)]
+    town: Option<String>,
+    #[command(flatten)]
+    secret: SecretArgs,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Token(args) => token(args),
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("STASIS_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let config = ServeConfig {
+        listen: args.listen,
+        data_dir: args.data_dir,
+        durability: args.durability,
+        max_events_per_agent: args.max_events_per_agent,
+        secret: config::load_secret(args.secret.secret, args.secret.secret_file)?,
+    };
+    config.check()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(stasis_host::server::run(config))
+}
+
+fn token(args: TokenArgs) -> anyhow::Result<()> {
+    let secret = config::load_secret(args.secret.secret, args.secret.secret_file)?.context(
+        "no secret: set STASIS_SECRET or STASIS_SECRET_FILE (or pass --secret / --secret-file)",
+    )?;
+    let scope = match args.town {
+        Some(town) => {
+            stasis_domain::ids::check_id("town id", &town)?;
+            Scope::Town(town)
+        }
+        None => Scope::Admin,
+    };
+    println!("{}", auth::mint(&secret, &scope));
+    Ok(())
+}

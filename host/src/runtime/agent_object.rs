@@ -1,0 +1,394 @@
+//! One agent object: its database, its queue, and group commit.
+//!
+//! Calls on one object are serialised through a queue drained by one
+//! blocking worker at a time. The worker takes every call waiting, runs them
+//! in one SQLite transaction (each inside its own savepoint, so a refused
+//! call rolls back alone), commits once, and only then answers. Concurrent
+//! appends to one agent therefore share one fsync, and nothing is
+//! acknowledged before it is durable.
+
+use super::{
+    bindings::{EventLogComponent, exports::stasis::objects::event_log as wit},
+    components::Components,
+    guest_state::GuestState,
+};
+use rusqlite::Connection;
+use stasis_domain::{
+    DomainError, Refusal,
+    agent::{AgentCall, AgentReply, ObjectEnv},
+    event_log as log,
+};
+use stasis_sqlite::{Durability, SqliteStore};
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex, PoisonError},
+};
+use tokio::sync::{oneshot, watch};
+use wasmtime::Store;
+
+/// A queued call and where its answer goes.
+struct Job {
+    call: AgentCall,
+    env: ObjectEnv,
+    reply: oneshot::Sender<Result<AgentReply, DomainError>>,
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: Vec<Job>,
+    draining: bool,
+    /// The open database while no worker holds it.
+    idle_db: Option<SqliteStore>,
+}
+
+/// One agent's object on this host.
+pub struct AgentObject {
+    path: PathBuf,
+    durability: Durability,
+    queue: Mutex<Queue>,
+    last_seq: watch::Sender<u64>,
+}
+
+impl AgentObject {
+    /// An object whose database lives at `path` (opened on first use).
+    pub fn new(path: PathBuf, durability: Durability) -> Self {
+        Self {
+            path,
+            durability,
+            queue: Mutex::new(Queue::default()),
+            last_seq: watch::Sender::new(0),
+        }
+    }
+
+    /// Subscribes to the newest committed seq, for live tails.
+    pub fn watch_last_seq(&self) -> watch::Receiver<u64> {
+        self.last_seq.subscribe()
+    }
+
+    /// Queues `call` and waits for its committed answer.
+    pub async fn call(
+        self: &Arc<Self>,
+        components: &Arc<Components>,
+        call: AgentCall,
+        env: ObjectEnv,
+    ) -> Result<AgentReply, DomainError> {
+        let (reply, answer) = oneshot::channel();
+        let start_worker = {
+            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            queue.jobs.push(Job { call, env, reply });
+            !std::mem::replace(&mut queue.draining, true)
+        };
+        if start_worker {
+            let object = Arc::clone(self);
+            let components = Arc::clone(components);
+            tokio::task::spawn_blocking(move || object.drain(&components));
+        }
+        answer.await.map_err(|_| {
+            DomainError::Storage("the object's worker stopped before answering".into())
+        })?
+    }
+
+    /// Runs queued calls, group by group, until the queue is empty.
+    fn drain(&self, components: &Components) {
+        let mut db = self.take_db();
+        loop {
+            let jobs = {
+                let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+                if queue.jobs.is_empty() {
+                    queue.draining = false;
+                    if let Ok(db) = db {
+                        queue.idle_db = Some(db);
+                    }
+                    return;
+                }
+                std::mem::take(&mut queue.jobs)
+            };
+            db = match db {
+                Ok(open) => self.run_group(components, open, jobs),
+                Err(err) => {
+                    for job in jobs {
+                        let _ = job.reply.send(Err(err.clone()));
+                    }
+                    self.open_db()
+                }
+            };
+        }
+    }
+
+    fn take_db(&self) -> Result<SqliteStore, DomainError> {
+        let idle = self
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .idle_db
+            .take();
+        match idle {
+            Some(db) => Ok(db),
+            None => self.open_db(),
+        }
+    }
+
+    /// Opens the database and creates its tables. A new object's folders
+    /// and file are fsynced into their directories, so that it survives a
+    /// power cut as well as its first commit does.
+    fn open_db(&self) -> Result<SqliteStore, DomainError> {
+        let storage =
+            |err: std::io::Error| DomainError::Storage(format!("{}: {err}", self.path.display()));
+        let is_new = !self.path.exists();
+        if is_new && let Some(dir) = self.path.parent() {
+            create_dir_durably(dir).map_err(storage)?;
+        }
+        let db = SqliteStore::open(&self.path, self.durability)?;
+        begin(db.connection())?;
+        let migrated = stasis_domain::agent::migrate(&db);
+        finish(db.connection(), migrated)?;
+        if is_new && let Some(dir) = self.path.parent() {
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(storage)?;
+        }
+        let state = log::state(&db)?;
+        self.last_seq.send_replace(state.last_seq);
+        Ok(db)
+    }
+
+    /// Runs `jobs` in one transaction, commits, then answers each.
+    fn run_group(
+        &self,
+        components: &Components,
+        db: SqliteStore,
+        jobs: Vec<Job>,
+    ) -> Result<SqliteStore, DomainError> {
+        let mut store = Store::new(&components.engine, GuestState::new(db));
+        let mut results = Vec::with_capacity(jobs.len());
+        let began = begin(store.data().connection());
+        let mut instance: Option<EventLogComponent> = None;
+        for job in &jobs {
+            let result = match &began {
+                Ok(()) => self.run_one(components, &mut store, &mut instance, job),
+                Err(err) => Err(err.clone()),
+            };
+            results.push(result);
+        }
+        let committed = began.and_then(|()| finish(store.data().connection(), Ok(())));
+        let mut newest = None;
+        for (job, result) in jobs.into_iter().zip(results) {
+            let result = match (&committed, result) {
+                (Err(err), Ok(_)) => Err(err.clone()),
+                (_, result) => result,
+            };
+            if let Ok(AgentReply::Appended(outcome)) = &result {
+                newest = newest.max(Some(outcome.last_seq));
+            }
+            let _ = job.reply.send(result);
+        }
+        if let Some(seq) = newest {
+            self.last_seq.send_if_modified(|current| {
+                let grew = seq > *current;
+                *current = (*current).max(seq);
+                grew
+            });
+        }
+        Ok(store.into_data().db)
+    }
+
+    /// Runs one call inside its own savepoint.
+    fn run_one(
+        &self,
+        components: &Components,
+        store: &mut Store<GuestState>,
+        instance: &mut Option<EventLogComponent>,
+        job: &Job,
+    ) -> Result<AgentReply, DomainError> {
+        let savepoint = Savepoint::open(store.data().connection())?;
+        let guest = match instance {
+            Some(guest) => guest,
+            None => instance.insert(components.event_log.instantiate(&mut *store).map_err(
+                |err| {
+                    DomainError::Storage(format!("instantiating the event-log component: {err:#}"))
+                },
+            )?),
+        };
+        let result = call_event_log(guest, store, &job.call, &job.env);
+        if result.is_err() {
+            // A trap leaves the instance unusable; take a fresh one next.
+            if matches!(result, Err(DomainError::Storage(_))) {
+                *instance = None;
+            }
+            savepoint.rollback(store.data().connection())?;
+        } else {
+            savepoint.release(store.data().connection())?;
+        }
+        result
+    }
+}
+
+/// Sends one call to the event-log component.
+fn call_event_log(
+    guest: &EventLogComponent,
+    store: &mut Store<GuestState>,
+    call: &AgentCall,
+    env: &ObjectEnv,
+) -> Result<AgentReply, DomainError> {
+    let log = guest.stasis_objects_event_log();
+    let trap = |err: wasmtime::Error| {
+        DomainError::Storage(format!("the event-log component trapped: {err:#}"))
+    };
+    match call {
+        AgentCall::AppendEvents(batch) => {
+            let events: Vec<wit::NewEvent> = batch
+                .events
+                .iter()
+                .map(|e| wit::NewEvent {
+                    event_type: e.event_type.clone(),
+                    session_id: e.session_id.clone(),
+                    data: e.data.clone(),
+                })
+                .collect();
+            let producer = batch.producer.as_ref().map(|p| wit::ProducerStamp {
+                producer_id: p.producer_id.clone(),
+                producer_seq: p.producer_seq,
+            });
+            let settings = wit::AppendSettings {
+                now: env.now_ms,
+                max_events: env.max_events,
+            };
+            let outcome = log
+                .call_append(store, &events, producer.as_ref(), settings)
+                .map_err(trap)?
+                .map_err(from_wit_error)?;
+            Ok(AgentReply::Appended(log::AppendOutcome {
+                first_seq: outcome.first_seq,
+                last_seq: outcome.last_seq,
+                duplicate: outcome.duplicate,
+            }))
+        }
+        AgentCall::ReadEvents(query) => {
+            let query = wit::ReadQuery {
+                after: query.after,
+                limit: query.limit,
+                session_id: query.session_id.clone(),
+                event_type: query.event_type.clone(),
+            };
+            let page = log
+                .call_read(store, &query)
+                .map_err(trap)?
+                .map_err(from_wit_error)?;
+            Ok(AgentReply::Events(log::ReadPage {
+                events: page
+                    .events
+                    .into_iter()
+                    .map(|e| log::Event {
+                        seq: e.seq,
+                        event_type: e.event_type,
+                        session_id: e.session_id,
+                        data: e.data,
+                        created_at_ms: e.created_at,
+                    })
+                    .collect(),
+                next_after: page.next_after,
+                has_more: page.has_more,
+                first_seq: page.first_seq,
+                last_seq: page.last_seq,
+            }))
+        }
+        AgentCall::ListSessions => {
+            let list = log
+                .call_sessions(store)
+                .map_err(trap)?
+                .map_err(from_wit_error)?;
+            Ok(AgentReply::Sessions(
+                list.into_iter()
+                    .map(|s| log::SessionSummary {
+                        session_id: s.session_id,
+                        status: s.status,
+                        first_seq: s.first_seq,
+                        last_seq: s.last_seq,
+                        event_count: s.event_count,
+                        created_at_ms: s.created_at,
+                        updated_at_ms: s.updated_at,
+                    })
+                    .collect(),
+            ))
+        }
+    }
+}
+
+/// The WIT error variant as the domain's error.
+pub fn from_wit_error(err: super::bindings::stasis::objects::types::Error) -> DomainError {
+    use super::bindings::stasis::objects::types::Error as E;
+    let refusal =
+        |r: super::bindings::stasis::objects::types::Refusal| Refusal::new(r.code, r.message);
+    match err {
+        E::InvalidInput(r) => DomainError::InvalidInput(refusal(r)),
+        E::NotFound(r) => DomainError::NotFound(refusal(r)),
+        E::Conflict(r) => DomainError::Conflict(refusal(r)),
+        E::PreconditionFailed(r) => DomainError::PreconditionFailed(refusal(r)),
+        E::TooLarge(l) => DomainError::TooLarge {
+            code: l.code,
+            message: l.message,
+            limit: l.limit,
+        },
+        E::CursorExpired(first_seq) => DomainError::CursorExpired { first_seq },
+        E::Unavailable(r) => DomainError::Unavailable(refusal(r)),
+        E::Storage(m) => DomainError::Storage(m),
+    }
+}
+
+/// Starts the group's write transaction.
+fn begin(conn: &Connection) -> Result<(), DomainError> {
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(sqlite)
+}
+
+/// Commits when `outcome` is Ok (this is where the fsync happens), rolls
+/// back otherwise or when the commit fails.
+fn finish<T>(conn: &Connection, outcome: Result<T, DomainError>) -> Result<T, DomainError> {
+    let committed =
+        outcome.and_then(|value| conn.execute_batch("COMMIT").map_err(sqlite).map(|()| value));
+    if committed.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    committed
+}
+
+/// One call's savepoint inside the group's transaction.
+struct Savepoint;
+
+impl Savepoint {
+    fn open(conn: &Connection) -> Result<Self, DomainError> {
+        conn.execute_batch("SAVEPOINT call").map_err(sqlite)?;
+        Ok(Self)
+    }
+
+    fn release(self, conn: &Connection) -> Result<(), DomainError> {
+        conn.execute_batch("RELEASE call").map_err(sqlite)
+    }
+
+    fn rollback(self, conn: &Connection) -> Result<(), DomainError> {
+        conn.execute_batch("ROLLBACK TO call; RELEASE call")
+            .map_err(sqlite)
+    }
+}
+
+fn sqlite(err: rusqlite::Error) -> DomainError {
+    DomainError::Storage(err.to_string())
+}
+
+/// Creates `dir` and any missing parents, then fsyncs each new folder and
+/// the existing one above them, so that the new entries are durable.
+fn create_dir_durably(dir: &std::path::Path) -> std::io::Result<()> {
+    let mut to_sync = Vec::new();
+    let mut current = Some(dir);
+    while let Some(path) = current {
+        to_sync.push(path.to_path_buf());
+        if path.exists() {
+            break;
+        }
+        current = path.parent().filter(|p| !p.as_os_str().is_empty());
+    }
+    std::fs::create_dir_all(dir)?;
+    for path in to_sync {
+        std::fs::File::open(&path)?.sync_all()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,103 @@
+//! Loading the embedded components, with a cache of compiled code.
+//!
+//! Compiling a component with Cranelift takes tens of milliseconds; loading
+//! precompiled code takes a fraction of one. The cache key covers the
+//! component's bytes and wasmtime's own compatibility hash (version,
+//! settings, CPU features), so a stale entry is never loaded.
+
+use super::{bindings::EventLogComponentPre, guest_state::GuestState};
+use anyhow::Context;
+use sha2::{Digest, Sha256};
+use std::{
+    hash::{Hash, Hasher},
+    path::{Path, PathBuf},
+};
+use wasmtime::{
+    Engine,
+    component::{Component, HasSelf, Linker},
+};
+
+const EVENT_LOG_WASM: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/stasis_event_log_component.wasm"));
+
+/// Every component, compiled and linked, ready to instantiate per call group.
+pub struct Components {
+    /// The engine every store is created on.
+    pub engine: Engine,
+    /// The event-log component.
+    pub event_log: EventLogComponentPre<GuestState>,
+}
+
+impl Components {
+    /// Compiles (or loads from `cache_dir`) and links every component.
+    pub fn load(cache_dir: &Path) -> anyhow::Result<Self> {
+        let engine = Engine::default();
+        let mut linker = Linker::<GuestState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        super::bindings::EventLogComponent::add_to_linker::<_, HasSelf<GuestState>>(
+            &mut linker,
+            |state| state,
+        )?;
+        let component = load_cached(&engine, cache_dir, "event-log", EVENT_LOG_WASM)?;
+        let event_log = EventLogComponentPre::new(linker.instantiate_pre(&component)?)?;
+        Ok(Self { engine, event_log })
+    }
+}
+
+fn load_cached(
+    engine: &Engine,
+    cache_dir: &Path,
+    name: &str,
+    wasm: &[u8],
+) -> anyhow::Result<Component> {
+    let path = cache_path(engine, cache_dir, name, wasm);
+    if path.exists() {
+        match deserialize(engine, &path) {
+            Ok(component) => return Ok(component),
+            Err(err) => {
+                tracing::warn!(path = %path.display(), %err, "ignoring unusable cached component")
+            }
+        }
+    }
+    let component = Component::new(engine, wasm)
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("compiling the {name} component"))?;
+    if let Err(err) = store_cached(&component, &path) {
+        tracing::warn!(path = %path.display(), %err, "could not cache the compiled component");
+    }
+    Ok(component)
+}
+
+fn cache_path(engine: &Engine, cache_dir: &Path, name: &str, wasm: &[u8]) -> PathBuf {
+    let mut compat = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut compat);
+    let mut key = Sha256::new();
+    key.update(wasm);
+    key.update(compat.finish().to_le_bytes());
+    cache_dir.join(format!(
+        "{name}-{}.cwasm",
+        hex::encode(&key.finalize()[..16])
+    ))
+}
+
+#[allow(
+    unsafe_code,
+    reason = "loading precompiled code is unsafe in wasmtime's API"
+)]
+fn deserialize(engine: &Engine, path: &Path) -> anyhow::Result<Component> {
+    // SAFETY: the file was written by `store_cached` from a component this
+    // same engine configuration compiled (the name carries its hash), under
+    // our own data folder, and renamed into place whole.
+    unsafe { Component::deserialize_file(engine, path) }.map_err(Into::into)
+}
+
+fn store_cached(component: &Component, path: &Path) -> anyhow::Result<()> {
+    let bytes = component.serialize()?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! HTTP in, [`stasis_api::Api`] calls, HTTP out.
+
+use crate::{config::ServeConfig, runtime::HostObjects, runtime::components::Components};
+use anyhow::Context;
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::BoxBody};
+use hyper::{body::Frame, body::Incoming, service::service_fn};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use stasis_api::{Api, ApiError, Reply};
+use std::{convert::Infallible, sync::Arc, time::Duration};
+use tokio::net::TcpListener;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// How long in-flight requests get to finish after SIGTERM/SIGINT.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Opens the data folder, loads the components and serves until a signal.
+pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let api = build_api(&config)?;
+    tracing::info!(
+        listen = %listener.local_addr()?,
+        data_dir = %config.data_dir.display(),
+        durability = ?config.durability,
+        max_events_per_agent = config.max_events_per_agent,
+        "stasis is serving"
+    );
+    if config.secret.is_none() {
+        tracing::warn!(
+            "no secret configured (STASIS_SECRET or STASIS_SECRET_FILE): serving on loopback only, \
+             and every request is accepted without a token"
+        );
+    }
+    serve(listener, api).await
+}
+
+/// Builds the API over this config's data folder.
+pub fn build_api(config: &ServeConfig) -> anyhow::Result<Arc<Api<HostObjects>>> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data folder {}", config.data_dir.display()))?;
+    let components = Components::load(&config.data_dir.join("cache"))?;
+    let objects = HostObjects::new(
+        components,
+        config.data_dir.clone(),
+        config.durability,
+        config.max_events_per_agent,
+    );
+    Ok(Arc::new(Api::new(objects, config.secret.clone())))
+}
+
+/// Accepts connections until SIGTERM or SIGINT, then drains for a moment.
+pub async fn serve(listener: TcpListener, api: Arc<Api<HostObjects>>) -> anyhow::Result<()> {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown_signal());
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(conn) => conn,
+                    Err(err) => {
+                        tracing::warn!(%err, "accept failed");
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let api = Arc::clone(&api);
+                let service = service_fn(move |request| respond(Arc::clone(&api), request));
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service);
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    if let Err(err) = connection.await {
+                        tracing::debug!(%err, "connection ended with an error");
+                    }
+                });
+            }
+            () = &mut shutdown => break,
+        }
+    }
+    tracing::info!("shutting down");
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::info!("open streams did not finish within the grace period");
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
+/// One request through the shared API.
+async fn respond(
+    api: Arc<Api<HostObjects>>,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let (head, body) = request.into_parts();
+    let admitted = match api.admit(&head) {
+        Ok(admitted) => admitted,
+        Err(err) => return Ok(full(err.into_response())),
+    };
+    let limit = admitted.body_limit();
+    let bytes = match Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX))
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(err)
+            if err
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return Ok(full(ApiError::body_too_large(limit).into_response()));
+        }
+        Err(err) => {
+            return Ok(full(
+                ApiError::invalid_request(format!("reading the body failed: {err}"))
+                    .into_response(),
+            ));
+        }
+    };
+    Ok(match api.handle(admitted, bytes).await {
+        Reply::Full(response) => full(response),
+        Reply::Stream(tail) => {
+            let frames = stasis_api::sse::stream(api.objects().clone(), tail)
+                .map(|chunk| Ok::<_, Infallible>(Frame::data(chunk)));
+            let (parts, ()) = stasis_api::event_stream_head().into_parts();
+            Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
+        }
+    })
+}
+
+fn full(response: Response<Bytes>) -> Response<Body> {
+    response.map(|bytes| BodyExt::boxed(Full::new(bytes)))
+}
+
+/// The executor hyper would use for HTTP/2; kept for when h2c is enabled.
+#[allow(dead_code, reason = "HTTP/1.1 only for now")]
+fn executor() -> TokioExecutor {
+    TokioExecutor::new()
+}
