@@ -1,5 +1,7 @@
 //! The event log's rules, checked against real SQLite.
 
+#![allow(clippy::expect_used, reason = "tests fail loudly")]
+
 use proptest::prelude::*;
 use stasis_domain::event_log::*;
 use stasis_domain::sql::SqlStore;
