@@ -13,7 +13,10 @@ mod support;
 
 use serde_json::{Value, json};
 use std::{
-    sync::{Arc, Mutex, atomic::{AtomicBool, Ordering}},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 use support::{Server, admin, agent};
@@ -41,14 +44,18 @@ fn kill_while_appending(durability: &str) {
 
     let writers: Vec<_> = (0..4)
         .map(|writer| {
-            let (url, acknowledged, stop) = (url.clone(), Arc::clone(&acknowledged), Arc::clone(&stop));
+            let (url, acknowledged, stop) =
+                (url.clone(), Arc::clone(&acknowledged), Arc::clone(&stop));
             std::thread::spawn(move || {
                 let client = agent();
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) && n < 100_000 {
                     n += 1;
                     let tags: Vec<String> = (0..3).map(|i| format!("w{writer}-{n}-{i}")).collect();
-                    let events: Vec<Value> = tags.iter().map(|t| json!({"type": "t", "data": {"tag": t}})).collect();
+                    let events: Vec<Value> = tags
+                        .iter()
+                        .map(|t| json!({"type": "t", "data": {"tag": t}}))
+                        .collect();
                     let Ok(mut response) = client
                         .post(&url)
                         .header("authorization", admin())
@@ -77,7 +84,10 @@ fn kill_while_appending(durability: &str) {
         writer.join().expect("writer thread");
     }
     let acknowledged = acknowledged.lock().expect("lock").clone();
-    assert!(acknowledged.len() > 30, "too few appends were acknowledged to prove anything");
+    assert!(
+        acknowledged.len() > 30,
+        "too few appends were acknowledged to prove anything"
+    );
 
     let restarted = Server::start(data.path(), &[]);
     let mut stored = std::collections::HashMap::new();
@@ -85,7 +95,10 @@ fn kill_while_appending(durability: &str) {
     let mut expected_seq = 1;
     loop {
         let mut response = agent()
-            .get(format!("{}{AGENT_PATH}?after={after}&limit=10000", restarted.base))
+            .get(format!(
+                "{}{AGENT_PATH}?after={after}&limit=10000",
+                restarted.base
+            ))
             .header("authorization", admin())
             .call()
             .expect("read");
@@ -103,7 +116,11 @@ fn kill_while_appending(durability: &str) {
     }
     assert_eq!((expected_seq - 1) % 3, 0, "a batch landed partly");
     for (seq, tag) in &acknowledged {
-        assert_eq!(stored.get(seq), Some(tag), "acknowledged event {seq} was lost or changed");
+        assert_eq!(
+            stored.get(seq),
+            Some(tag),
+            "acknowledged event {seq} was lost or changed"
+        );
     }
     eprintln!(
         "{durability}: {} acknowledged events all survived; {} events stored in total",

@@ -3,59 +3,16 @@
 use crate::{error::ApiError, query::Query, reply};
 use bytes::Bytes;
 use http::{Response, StatusCode};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use stasis_domain::{
     agent::AgentReply,
-    event_log::{AppendBatch, Event, NewEvent, ProducerStamp, ReadPage, ReadQuery},
+    event_log::{AppendBatch, Event, ReadPage, ReadQuery},
     limits,
 };
 use std::fmt::Write as _;
 
-#[derive(Deserialize)]
-struct AppendBody<'a> {
-    #[serde(borrow)]
-    events: Vec<EventIn<'a>>,
-    producer_id: Option<String>,
-    producer_seq: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct EventIn<'a> {
-    #[serde(rename = "type")]
-    event_type: String,
-    session_id: Option<String>,
-    #[serde(borrow, default)]
-    data: Option<&'a RawValue>,
-}
-
 /// Parses an append body into a batch (the domain validates the rest).
 pub fn parse_append(body: &[u8]) -> Result<AppendBatch, ApiError> {
-    let parsed: AppendBody<'_> = crate::body::parse_json(body)?;
-    let producer = match (parsed.producer_id, parsed.producer_seq) {
-        (Some(producer_id), Some(producer_seq)) => Some(ProducerStamp {
-            producer_id,
-            producer_seq,
-        }),
-        (None, None) => None,
-        _ => {
-            return Err(ApiError::invalid_request(
-                "producer_id and producer_seq come together or not at all",
-            ));
-        }
-    };
-    let events = parsed
-        .events
-        .into_iter()
-        .map(|event| NewEvent {
-            event_type: event.event_type,
-            session_id: event.session_id,
-            data: event
-                .data
-                .map_or_else(|| "null".to_owned(), |raw| raw.get().to_owned()),
-        })
-        .collect();
-    Ok(AppendBatch { events, producer })
+    crate::append_body::parse(body)
 }
 
 /// Parses `after`, `limit`, `session_id` and `type`; `Last-Event-ID`

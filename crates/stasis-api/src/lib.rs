@@ -5,7 +5,7 @@
 //! of its own. A request goes through two steps:
 //!
 //! 1. [`Api::admit`] decides everything the head allows: auth (401), route
-//!    (404), ids (400), method (405), town scope (403), content type (415),
+//!    (404), method (405), ids (400), town scope (403), content type (415),
 //!    and the body limit, so that an oversized body is refused from its
 //!    `Content-Length` before it is read.
 //! 2. [`Api::handle`] parses the body and runs the operation on the objects,
@@ -14,6 +14,7 @@
 //! Live tails come back as [`Reply::Stream`]; the runtime turns
 //! [`sse::stream`] into its streaming body.
 
+mod append_body;
 pub mod auth;
 mod body;
 pub mod error;
@@ -89,13 +90,7 @@ impl<O: Objects> Api<O> {
         } else {
             self.authenticate(&head.headers)?
         };
-        let endpoint = route::resolve(path)?;
-        let allowed = endpoint.allowed_methods();
-        let method_ok = allowed.contains(&head.method)
-            || (head.method == Method::HEAD && allowed.contains(&Method::GET));
-        if !method_ok {
-            return Err(route::method_not_allowed(&endpoint, &head.method));
-        }
+        let endpoint = route::resolve(path, &head.method)?;
         if let Some(town) = endpoint.town()
             && !scope.allows_town(town)
         {

@@ -15,15 +15,24 @@ pub enum Endpoint {
     AgentSessions(AgentKey),
 }
 
-impl Endpoint {
-    /// The methods this endpoint answers.
-    pub fn allowed_methods(&self) -> &'static [Method] {
+/// An endpoint's kind: what the path's shape says before its ids are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Health,
+    AgentEvents,
+    AgentSessions,
+}
+
+impl Kind {
+    fn allowed_methods(self) -> &'static [Method] {
         match self {
-            Endpoint::Health | Endpoint::AgentSessions(_) => &[Method::GET],
-            Endpoint::AgentEvents(_) => &[Method::GET, Method::POST],
+            Kind::Health | Kind::AgentSessions => &[Method::GET],
+            Kind::AgentEvents => &[Method::GET, Method::POST],
         }
     }
+}
 
+impl Endpoint {
     /// The town whose scope this endpoint needs, if any.
     pub fn town(&self) -> Option<&str> {
         match self {
@@ -31,66 +40,39 @@ impl Endpoint {
             Endpoint::AgentEvents(key) | Endpoint::AgentSessions(key) => Some(&key.town),
         }
     }
-
-    /// True for the endpoints that need no token.
-    pub fn is_public(&self) -> bool {
-        matches!(self, Endpoint::Health)
-    }
 }
 
-/// The shape of a path before its ids are checked.
-enum Pattern<'a> {
-    Health,
-    Agent {
-        town: &'a str,
-        rig: &'a str,
-        agent: &'a str,
-        rest: &'a [&'a str],
-    },
-}
-
-/// Resolves `raw_path` (still percent-encoded) to an endpoint: 404 when no
-/// route has its shape, 400 when an id in it is invalid.
-pub fn resolve(raw_path: &str) -> Result<Endpoint, ApiError> {
+/// Resolves `raw_path` (still percent-encoded) for `method`: 404 when no
+/// route has its shape, 405 when the route does not take the method, 400
+/// when an id in it is invalid.
+pub fn resolve(raw_path: &str, method: &Method) -> Result<Endpoint, ApiError> {
     let decoded = decode_segments(raw_path)?;
     let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
-    let pattern = match segments.as_slice() {
-        ["healthz"] => Pattern::Health,
-        [
-            "api",
-            "towns",
-            town,
-            "rigs",
-            rig,
-            "agents",
-            agent,
-            rest @ ..,
-        ] => Pattern::Agent {
-            town,
-            rig,
-            agent,
-            rest,
-        },
+    let (kind, ids): (Kind, &[&str]) = match segments.as_slice() {
+        ["healthz"] => (Kind::Health, &[]),
+        ["api", "towns", _, "rigs", _, "agents", _, "events"] => {
+            (Kind::AgentEvents, &segments[2..7])
+        }
+        ["api", "towns", _, "rigs", _, "agents", _, "sessions"] => {
+            (Kind::AgentSessions, &segments[2..7])
+        }
         _ => return Err(ApiError::no_route(raw_path)),
     };
-    match pattern {
-        Pattern::Health => Ok(Endpoint::Health),
-        Pattern::Agent {
-            town,
-            rig,
-            agent,
-            rest,
-        } => {
-            // Check the shape first so that a bad id on a path that could
-            // never exist is still a 404.
-            let make: fn(AgentKey) -> Endpoint = match rest {
-                ["events"] => Endpoint::AgentEvents,
-                ["sessions"] => Endpoint::AgentSessions,
-                _ => return Err(ApiError::no_route(raw_path)),
-            };
-            Ok(make(AgentKey::new(town, rig, agent)?))
-        }
+    let allowed = kind.allowed_methods();
+    let takes =
+        allowed.contains(method) || (method == Method::HEAD && allowed.contains(&Method::GET));
+    if !takes {
+        return Err(method_not_allowed(allowed, method));
     }
+    let agent_key = || match ids {
+        [town, _, rig, _, agent] => AgentKey::new(town, rig, agent).map_err(ApiError::from),
+        _ => Err(ApiError::no_route(raw_path)),
+    };
+    Ok(match kind {
+        Kind::Health => Endpoint::Health,
+        Kind::AgentEvents => Endpoint::AgentEvents(agent_key()?),
+        Kind::AgentSessions => Endpoint::AgentSessions(agent_key()?),
+    })
 }
 
 /// Splits a path into percent-decoded segments. A trailing slash is
@@ -115,14 +97,10 @@ fn decode_segments(raw_path: &str) -> Result<Vec<String>, ApiError> {
 }
 
 /// 405 for a method the endpoint does not take.
-pub fn method_not_allowed(endpoint: &Endpoint, method: &Method) -> ApiError {
-    let allowed: Vec<&str> = endpoint
-        .allowed_methods()
-        .iter()
-        .map(Method::as_str)
-        .collect();
-    let mut allow = allowed.join(", ");
-    if endpoint.allowed_methods().contains(&Method::GET) {
+fn method_not_allowed(allowed: &[Method], method: &Method) -> ApiError {
+    let names: Vec<&str> = allowed.iter().map(Method::as_str).collect();
+    let mut allow = names.join(", ");
+    if allowed.contains(&Method::GET) {
         allow.push_str(", HEAD");
     }
     ApiError::new(
@@ -130,7 +108,7 @@ pub fn method_not_allowed(endpoint: &Endpoint, method: &Method) -> ApiError {
         "method_not_allowed",
         format!("{method} is not allowed here; allowed: {allow}"),
     )
-    .with("allowed", allowed)
+    .with("allowed", names)
     .with_header(header::ALLOW, allow)
 }
 
@@ -139,14 +117,15 @@ mod tests {
     use super::*;
 
     fn code(path: &str) -> String {
-        resolve(path)
+        resolve(path, &Method::GET)
             .map(|_| "ok".to_owned())
             .unwrap_or_else(|e| e.code)
     }
 
     #[test]
     fn resolves_agent_paths_with_decoded_ids() {
-        let endpoint = resolve("/api/towns/t%3A1/rigs/r/agents/a.b/events").map_err(|e| e.code);
+        let endpoint =
+            resolve("/api/towns/t%3A1/rigs/r/agents/a.b/events", &Method::GET).map_err(|e| e.code);
         assert_eq!(
             endpoint,
             Ok(Endpoint::AgentEvents(AgentKey {
@@ -176,5 +155,14 @@ mod tests {
         assert_eq!(code("/api/towns/t/rigs/r/agents/a/nope"), "not_found");
         assert_eq!(code("/nope"), "not_found");
         assert_eq!(code("/api/towns/../rigs/r/agents/a/nope"), "not_found");
+    }
+
+    #[test]
+    fn the_method_is_checked_before_ids() {
+        let err = resolve("/api/towns/a%2Fb/rigs/r/agents/a/events", &Method::DELETE);
+        assert_eq!(
+            err.map_err(|e| e.code),
+            Err("method_not_allowed".to_owned())
+        );
     }
 }

@@ -21,7 +21,7 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// A stream to open: its agent, its cursor and filters, and the first page,
 /// read before the response started so that errors such as an expired
 /// cursor still get a JSON status.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Tail {
     /// The agent whose log is tailed.
     pub key: AgentKey,

@@ -26,7 +26,12 @@ impl Server {
     pub fn start(data_dir: &Path, extra: &[&str]) -> Self {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_stasis"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
             .arg(data_dir)
             .args(extra)
             .env("STASIS_SECRET", SECRET)
