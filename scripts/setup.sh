@@ -36,3 +36,57 @@ stasis_wait_healthy() {
         fi
     done
 }
+
+# The pinned wasm-bindgen of edge/Cargo.toml, which the CLI must match.
+stasis_wasm_bindgen_version() {
+    sed -n 's/^wasm-bindgen = "=\(.*\)"/\1/p' "$STASIS_ROOT/edge/Cargo.toml"
+}
+
+# Tools for the edge worker; reuses what is installed when the version fits.
+stasis_edge_tools() {
+    local wbg worker_build="0.8.7"
+    wbg="$(stasis_wasm_bindgen_version)"
+    if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $wbg" ]; then
+        # No --locked: its lockfile pins a crate the registry no longer has.
+        cargo install wasm-bindgen-cli --version "$wbg" --force
+    fi
+    if [ "$(worker-build --version 2>/dev/null | awk '{print $NF}')" != "$worker_build" ]; then
+        cargo install worker-build --version "$worker_build" --locked --force
+    fi
+    # npm ci when node_modules was not installed from this very lockfile.
+    local stamp="$STASIS_ROOT/node_modules/.stasis-lock"
+    if [ ! -x "$STASIS_ROOT/node_modules/.bin/wrangler" ] ||
+        ! cmp -s "$STASIS_ROOT/package-lock.json" "$stamp"; then
+        (cd "$STASIS_ROOT" && npm ci --no-audit --no-fund --loglevel=error)
+        cp "$STASIS_ROOT/package-lock.json" "$stamp"
+    fi
+}
+
+# A copy of wrangler.toml without [build], written beside it (paths in it
+# are relative to its folder), for running a bundle that is already built:
+# with [build], wrangler dev would build again at start.
+stasis_prebuilt_wrangler_config() {
+    local config="$STASIS_ROOT/.wrangler-prebuilt.toml"
+    sed '/^\[build\]/,/^$/d' "$STASIS_ROOT/wrangler.toml" >"$config"
+    echo "$config"
+}
+
+# Starts `wrangler dev --local` on loopback in its own process group.
+# Usage: stasis_start_edge PORT PERSIST_DIR ENV_FILE LOG; sets EDGE_PID.
+stasis_start_edge() {
+    local port="$1" persist="$2" env_file="$3" log="$4" config
+    config="$(stasis_prebuilt_wrangler_config)"
+    (cd "$STASIS_ROOT" && WRANGLER_SEND_METRICS=false CI=true setsid \
+        node_modules/.bin/wrangler dev --config "$config" --local --ip 127.0.0.1 --port "$port" \
+        --inspector-port "$(stasis_free_port)" --persist-to "$persist" --env-file "$env_file" \
+        --show-interactive-dev-session=false >"$log" 2>&1) &
+    EDGE_PID=$!
+}
+
+# Stops a process group started with setsid.
+stasis_stop_group() {
+    local pid="$1"
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+}

@@ -23,7 +23,6 @@ pub struct Endpoint {
     addr: SocketAddr,
     authority: HeaderValue,
     bearer: Option<HeaderValue>,
-    base_url: String,
 }
 
 impl Endpoint {
@@ -57,18 +56,7 @@ impl Endpoint {
             addr: SocketAddr::new(ip, port),
             authority,
             bearer,
-            base_url: base_url.trim_end_matches('/').to_owned(),
         }))
-    }
-
-    /// The base URL, as given.
-    pub fn base_url(&self) -> &str {
-        &self.base_url
-    }
-
-    /// The socket address it listens on.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
     }
 }
 

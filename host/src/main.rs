@@ -92,7 +92,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(stasis_host::server::run(config))
+    let served = runtime.block_on(stasis_host::server::run(config));
+    // Every acknowledged write is committed already; idle blocking threads
+    // need not be waited for.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    served
 }
 
 fn token(args: TokenArgs) -> anyhow::Result<()> {

@@ -22,7 +22,7 @@ pub struct ObjectEnv {
 
 /// One operation on an agent object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
 pub enum AgentCall {
     /// Append a batch of events.
     AppendEvents(AppendBatch),
@@ -34,7 +34,7 @@ pub enum AgentCall {
 
 /// The answer to an [`AgentCall`], same variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
 pub enum AgentReply {
     /// Seqs of the appended batch.
     Appended(AppendOutcome),

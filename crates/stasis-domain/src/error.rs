@@ -24,7 +24,7 @@ impl Refusal {
 
 /// Why an operation did not happen. Nothing was changed in any case.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
 pub enum DomainError {
     /// The input breaks the contract (HTTP 400).
     #[error("{}", .0.message)]

@@ -93,6 +93,13 @@ pub fn target() -> &'static Target {
     })
 }
 
+/// True when `STASIS_TARGET=edge`: the server is the worker under
+/// `wrangler dev`, where a few cases differ for reasons outside stasis
+/// (README, "Known limits", lists each).
+pub fn on_edge() -> bool {
+    std::env::var("STASIS_TARGET").is_ok_and(|t| t == "edge")
+}
+
 /// An admin token for the server under test.
 pub fn admin_token() -> String {
     mint(target().secret.as_bytes(), &Scope::Admin)

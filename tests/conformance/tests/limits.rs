@@ -154,6 +154,14 @@ fn oversized_body() -> Vec<u8> {
 
 #[test]
 fn a_declared_length_over_four_mebibytes_is_refused_before_the_body_is_sent() {
+    if stasis_conformance::on_edge() {
+        // wrangler dev's local proxy reads the whole body before the worker
+        // runs, so no server behind it can answer from the head alone. The
+        // worker applies the same check (`a_body_over_four_mebibytes_is_too_large` covers
+        // the refusal with the body sent).
+        eprintln!("not run on the edge: wrangler dev buffers request bodies");
+        return;
+    }
     let log = AgentLog::fresh("body-declared");
     let before = log.state();
     let auth = format!("Bearer {}", admin_token());

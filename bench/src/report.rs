@@ -1,0 +1,352 @@
+//! The results table (markdown) and the BENCHMARKS.md section holding it.
+
+use crate::{
+    machine::Machine,
+    results::{Measured, Missing},
+    stats::{Latency, Rate},
+};
+use anyhow::{Context, Result};
+use std::{fmt::Write as _, path::Path, time::Duration};
+
+/// Where this benchmark's section starts and ends in BENCHMARKS.md.
+const START_MARK: &str = "<!-- bench:event-log:start -->";
+const END_MARK: &str = "<!-- bench:event-log:end -->";
+
+/// A measured figure, or why there is none.
+#[derive(Debug, Clone)]
+pub enum Figure {
+    /// Items per second, with the unit to print (`ev/s`, `msg/s`).
+    Rate(Rate, &'static str),
+    /// A latency distribution.
+    Latency(Latency),
+    /// The workload ran and failed.
+    Failed(String),
+    /// Not measured in this run, and why.
+    Skipped(String),
+}
+
+impl Figure {
+    /// A rate, or why it is missing.
+    pub fn rate(measured: &Measured<Rate>, unit: &'static str) -> Self {
+        match measured {
+            Ok(rate) => Figure::Rate(*rate, unit),
+            Err(missing) => Figure::missing(missing),
+        }
+    }
+
+    /// A latency, or why it is missing.
+    pub fn latency(measured: &Measured<Latency>) -> Self {
+        match measured {
+            Ok(latency) => Figure::Latency(*latency),
+            Err(missing) => Figure::missing(missing),
+        }
+    }
+
+    /// Why a figure is missing.
+    pub fn missing(missing: &Missing) -> Self {
+        match missing {
+            Missing::Failed(error) => Figure::Failed(error.clone()),
+            Missing::Skipped(why) => Figure::Skipped(why.clone()),
+        }
+    }
+
+    fn is_failure(&self) -> bool {
+        matches!(self, Figure::Failed(_))
+    }
+
+    fn cell(&self) -> String {
+        match self {
+            Figure::Rate(rate, unit) => format!("{} {unit}", thousands(rate.per_sec())),
+            Figure::Latency(l) => format!(
+                "{} (p99 {}, n={})",
+                millis(l.median),
+                millis(l.p99),
+                l.samples
+            ),
+            Figure::Failed(error) => format!("failed: {}", one_line(error)),
+            Figure::Skipped(why) => format!("not run ({why})"),
+        }
+    }
+}
+
+/// What a row should reach.
+#[derive(Debug, Clone, Copy)]
+pub enum Goal {
+    /// At least this many items per second.
+    MinRate(f64, &'static str),
+    /// A median of at most this.
+    MaxMedian(Duration),
+    /// stasis ÷ baseline at least this.
+    MinRatio(f64),
+}
+
+/// One line of the table.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// What was measured.
+    pub workload: String,
+    /// stasis's figure.
+    pub stasis: Figure,
+    /// Extra words after stasis's figure.
+    pub stasis_note: Option<String>,
+    /// What the baseline or peer is.
+    pub baseline_name: String,
+    /// The baseline's or peer's figure, if the row has one.
+    pub baseline: Option<Figure>,
+    /// What stasis should reach.
+    pub goals: Vec<Goal>,
+}
+
+impl Row {
+    /// stasis ÷ baseline (rates: above 1 is faster; latencies: below 1 is
+    /// faster).
+    pub fn ratio(&self) -> Option<f64> {
+        match (&self.stasis, self.baseline.as_ref()?) {
+            (Figure::Rate(s, _), Figure::Rate(b, _)) if b.per_sec() > 0.0 => {
+                Some(s.per_sec() / b.per_sec())
+            }
+            (Figure::Latency(s), Figure::Latency(b)) if !b.median.is_zero() => {
+                Some(s.median.as_secs_f64() / b.median.as_secs_f64())
+            }
+            _ => None,
+        }
+    }
+
+    /// True when a workload of this row failed.
+    pub fn failed(&self) -> bool {
+        self.stasis.is_failure() || self.baseline.as_ref().is_some_and(Figure::is_failure)
+    }
+
+    fn goal_cell(&self) -> String {
+        let verdicts: Vec<String> = self
+            .goals
+            .iter()
+            .map(|goal| {
+                let (text, met) = match *goal {
+                    Goal::MinRate(min, unit) => (
+                        format!("≥ {} {unit}", thousands(min)),
+                        match &self.stasis {
+                            Figure::Rate(rate, _) => Some(rate.per_sec() >= min),
+                            _ => None,
+                        },
+                    ),
+                    Goal::MaxMedian(max) => (
+                        format!("median ≤ {}", millis(max)),
+                        match &self.stasis {
+                            Figure::Latency(l) => Some(l.median <= max),
+                            _ => None,
+                        },
+                    ),
+                    Goal::MinRatio(min) => {
+                        (format!("ratio ≥ {min}"), self.ratio().map(|r| r >= min))
+                    }
+                };
+                match met {
+                    Some(true) => format!("{text}: met"),
+                    Some(false) => format!("{text}: **missed**"),
+                    None => text,
+                }
+            })
+            .collect();
+        if verdicts.is_empty() {
+            "—".to_owned()
+        } else {
+            verdicts.join("; ")
+        }
+    }
+}
+
+/// The markdown table of `rows`.
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| workload | stasis | baseline / peer | stasis ÷ baseline | target |\n|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        let mut stasis = row.stasis.cell();
+        if let Some(note) = &row.stasis_note {
+            let _ = write!(stasis, "; {note}");
+        }
+        let baseline = match &row.baseline {
+            Some(figure) => format!("{}: {}", row.baseline_name, figure.cell()),
+            None => row.baseline_name.clone(),
+        };
+        let ratio = row
+            .ratio()
+            .map_or_else(|| "—".to_owned(), |r| format!("{r:.2}×"));
+        let _ = writeln!(
+            out,
+            "| {} | {stasis} | {baseline} | {ratio} | {} |",
+            row.workload,
+            row.goal_cell()
+        );
+    }
+    out
+}
+
+/// How the numbers were taken, printed under the table.
+const NOTES: &str = "\
+- The ratio column is stasis ÷ baseline: for rates above 1 means stasis is faster, for latencies
+  below 1 means stasis is faster. Every baseline and peer figure comes from the same run, on the
+  same machine, in the same temp filesystem.
+- Client and servers share the machine's cores. The client is one Tokio thread with one
+  keep-alive HTTP/1.1 connection per concurrent worker. Events carry `{\"type\":\"bench\",\"data\":…}`
+  with `data` a JSON object of the stated size.
+- Native baselines use the event log's own schema and PRAGMAs (`stasis_sqlite::SqliteStore`, WAL,
+  `synchronous=FULL` for fsync, `NORMAL` for os), rusqlite in-process, one transaction per batch;
+  16 files are written by 16 threads.
+- The peer is `@durable-streams/server` 0.3.7 (file-backed, it fsyncs each append), one stream per
+  connection where stasis uses one agent per connection; its catch-up read is `GET ?offset=-1`,
+  its live delivery `?offset=now&live=sse`.
+- Every append workload starts on fresh logs. stasis keeps the newest 10,000 events per agent by
+  default; a row marked \"retention active\" pushed its agents past that, so most of its appends
+  also deleted the oldest events (the peer keeps everything).
+- Host start: spawn of `stasis serve` to the first 200 of a read of an existing agent's events,
+  after a first start that warmed the compiled-component cache.
+";
+
+/// Everything the section says besides the table.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    /// The machine it ran on.
+    pub machine: Machine,
+    /// The command line.
+    pub command: String,
+    /// What stasis was (spawned host or a given URL).
+    pub target: String,
+    /// Load averages before and after the run.
+    pub load: (String, String),
+}
+
+/// The BENCHMARKS.md section for `rows`.
+pub fn section(info: &RunInfo, rows: &[Row]) -> String {
+    let m = &info.machine;
+    format!(
+        "{START_MARK}\n## Event log: stasis against native baselines and Durable Streams\n\n\
+         - Machine: {} ({} cores), {} memory, Linux {}\n\
+         - Load average (1/5/15 min): {} before the run, {} after\n\
+         - Date: {} (UTC)\n\
+         - stasis commit: {}\n\
+         - Command: {}\n\
+         - Target: {}\n\n\
+         {}\n{NOTES}{END_MARK}\n",
+        m.cpu,
+        m.cores,
+        m.memory,
+        m.kernel,
+        info.load.0,
+        info.load.1,
+        m.date,
+        m.commit,
+        info.command,
+        info.target,
+        table(rows)
+    )
+}
+
+/// Writes `section` into `path`, replacing this benchmark's previous section
+/// and keeping everything else in the file.
+pub fn record(path: &Path, section: &str) -> Result<()> {
+    let existing = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            "# Benchmarks\n\nProduced by `scripts/bench`; each section is rewritten by its own run.\n"
+                .to_owned()
+        }
+        Err(error) => return Err(error).context(format!("reading {}", path.display())),
+    };
+    let updated = splice(&existing, section);
+    std::fs::write(path, updated).with_context(|| format!("writing {}", path.display()))
+}
+
+/// `text` with the marked section replaced by `section`, or `section`
+/// appended when there is none.
+fn splice(text: &str, section: &str) -> String {
+    if let Some(start) = text.find(START_MARK)
+        && let Some(end_at) = text[start..].find(END_MARK)
+    {
+        let mut end = start + end_at + END_MARK.len();
+        if text[end..].starts_with('\n') {
+            end += 1;
+        }
+        return format!("{}{section}{}", &text[..start], &text[end..]);
+    }
+    let separator = if text.ends_with("\n\n") || text.is_empty() {
+        ""
+    } else if text.ends_with('\n') {
+        "\n"
+    } else {
+        "\n\n"
+    };
+    format!("{text}{separator}{section}")
+}
+
+fn thousands(value: f64) -> String {
+    if value >= 10_000.0 {
+        format!("{:.1}k", value / 1000.0)
+    } else {
+        format!("{value:.0}")
+    }
+}
+
+fn millis(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    if ms < 10.0 {
+        format!("{ms:.2} ms")
+    } else {
+        format!("{ms:.1} ms")
+    }
+}
+
+fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = flat.replace('|', "/");
+    if flat.chars().count() > 160 {
+        format!("{}…", flat.chars().take(160).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_section_replaces_only_its_own_part() {
+        let old = format!("# B\n\nintro\n\n{START_MARK}\nold\n{END_MARK}\n\n## other\nkeep\n");
+        let new = splice(&old, &format!("{START_MARK}\nnew\n{END_MARK}\n"));
+        assert_eq!(
+            new,
+            format!("# B\n\nintro\n\n{START_MARK}\nnew\n{END_MARK}\n\n## other\nkeep\n")
+        );
+    }
+
+    #[test]
+    fn a_file_without_the_section_gets_it_appended() {
+        let new = splice("# B\nintro\n", "S\n");
+        assert_eq!(new, "# B\nintro\n\nS\n");
+    }
+
+    #[test]
+    fn ratios_divide_stasis_by_the_baseline() {
+        let rate = |items| {
+            Figure::Rate(
+                Rate {
+                    items,
+                    elapsed: Duration::from_secs(1),
+                },
+                "ev/s",
+            )
+        };
+        let row = Row {
+            workload: "w".into(),
+            stasis: rate(150),
+            stasis_note: None,
+            baseline_name: "b".into(),
+            baseline: Some(rate(300)),
+            goals: vec![Goal::MinRatio(0.3), Goal::MinRate(200.0, "ev/s")],
+        };
+        assert_eq!(row.ratio(), Some(0.5));
+        assert_eq!(row.goal_cell(), "ratio ≥ 0.3: met; ≥ 200 ev/s: **missed**");
+    }
+}

@@ -1,0 +1,115 @@
+//! What a run measured: every figure, or why it is missing.
+
+use crate::{
+    stats::{Latency, Rate},
+    workloads::startup::Starts,
+};
+
+/// Why a figure is missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// The workload ran and failed, with the error.
+    Failed(String),
+    /// The workload was not run in this configuration, and why.
+    Skipped(String),
+}
+
+/// A figure, or why there is none.
+pub type Measured<T> = Result<T, Missing>;
+
+/// The four workloads run on both stasis and the peer: one item per
+/// request or 100, on 1 connection or 16.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    /// 1 item per request, 1 connection.
+    pub single_c1: Measured<Rate>,
+    /// 1 item per request, 16 connections.
+    pub single_c16: Measured<Rate>,
+    /// 100 items per request, 1 connection.
+    pub batch_c1: Measured<Rate>,
+    /// 100 items per request, 16 connections.
+    pub batch_c16: Measured<Rate>,
+}
+
+impl Comparison {
+    /// Every workload missing for the same reason.
+    pub fn missing(why: &Missing) -> Self {
+        Self {
+            single_c1: Err(why.clone()),
+            single_c16: Err(why.clone()),
+            batch_c1: Err(why.clone()),
+            batch_c16: Err(why.clone()),
+        }
+    }
+}
+
+/// Every figure of a run. Baselines and peer figures are taken right beside
+/// the stasis figure they are compared with.
+#[derive(Debug, Clone)]
+pub struct Results {
+    /// stasis: 100-event batches, 16 connections, 16 agents.
+    pub batches_16_agents: Measured<Rate>,
+    /// native: 100-row transactions, 16 files, 16 threads.
+    pub native_inserts_16: Measured<Rate>,
+    /// stasis: 100-event batches, 16 connections, 1 agent.
+    pub batches_1_agent: Measured<Rate>,
+    /// native: 100-row transactions, 1 file.
+    pub native_inserts_1: Measured<Rate>,
+    /// stasis: single appends, `--durability fsync`.
+    pub latency_fsync: Measured<Latency>,
+    /// native: `write` + `fdatasync` of 100 bytes.
+    pub native_fdatasync: Measured<Latency>,
+    /// native: one-row commit, `synchronous=FULL`.
+    pub native_commit_fsync: Measured<Latency>,
+    /// stasis: single appends, `--durability os`.
+    pub latency_os: Measured<Latency>,
+    /// native: one-row commit, `synchronous=NORMAL`.
+    pub native_commit_os: Measured<Latency>,
+    /// stasis: catch-up of 10,000 small events.
+    pub read_small: Measured<Latency>,
+    /// peer: the same.
+    pub peer_read_small: Measured<Latency>,
+    /// stasis: catch-up of 10,000 large events.
+    pub read_large: Measured<Latency>,
+    /// peer: the same.
+    pub peer_read_large: Measured<Latency>,
+    /// stasis: SSE append-to-delivery.
+    pub sse: Measured<Latency>,
+    /// peer: the same.
+    pub peer_sse: Measured<Latency>,
+    /// stasis: host starts.
+    pub starts: Measured<Starts>,
+    /// stasis: the peer comparison.
+    pub comparison: Comparison,
+    /// peer: the peer comparison.
+    pub peer_comparison: Comparison,
+}
+
+impl Results {
+    /// A run where nothing has been measured yet.
+    pub fn not_run() -> Self {
+        fn e<T>() -> Measured<T> {
+            Err(Missing::Skipped("not run".to_owned()))
+        }
+        Self {
+            batches_16_agents: e(),
+            native_inserts_16: e(),
+            batches_1_agent: e(),
+            native_inserts_1: e(),
+            latency_fsync: e(),
+            native_fdatasync: e(),
+            native_commit_fsync: e(),
+            latency_os: e(),
+            native_commit_os: e(),
+            read_small: e(),
+            peer_read_small: e(),
+            read_large: e(),
+            peer_read_large: e(),
+            sse: e(),
+            peer_sse: e(),
+            starts: e(),
+            comparison: Comparison::missing(&Missing::Skipped("not run".to_owned())),
+            peer_comparison: Comparison::missing(&Missing::Skipped("not run".to_owned())),
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The agent's Durable Object: the domain over the object's own SQLite, and
+//! the live tails of its log.
+
+use crate::{do_sql::DoSql, settings};
+use futures::channel::oneshot;
+use js_sys::{Function, Reflect};
+use stasis_api::{Objects, sse::Tail};
+use stasis_domain::{
+    DomainError,
+    agent::{self, AgentCall, AgentReply, ObjectEnv},
+    event_log,
+    ids::AgentKey,
+};
+use std::{cell::RefCell, rc::Rc, time::Duration};
+use wasm_bindgen::{JsCast, JsValue, closure::Closure};
+use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
+
+/// One agent: its log, sessions and (later) snapshots.
+#[durable_object]
+pub struct AgentObject {
+    core: Rc<AgentCore>,
+}
+
+/// What the object's handlers and its open tails share.
+struct AgentCore {
+    sql: DoSql,
+    /// `ctx.storage`, for `transactionSync`.
+    storage: JsValue,
+    max_events: u64,
+    /// Tails waiting for the next append.
+    waiters: RefCell<Vec<oneshot::Sender<()>>>,
+}
+
+impl DurableObject for AgentObject {
+    fn new(state: State, env: Env) -> Self {
+        let raw = state._inner();
+        let storage = raw
+            .storage()
+            .map(JsValue::from)
+            .unwrap_or(JsValue::UNDEFINED);
+        let state = State::from(raw);
+        let sql = DoSql(state.storage().sql());
+        // The schema is created before any event is delivered.
+        if let Err(err) = agent::migrate(&sql) {
+            worker::console_error!("creating the agent schema failed: {err}");
+        }
+        Self {
+            core: Rc::new(AgentCore {
+                sql,
+                storage,
+                max_events: settings::max_events(&env),
+                waiters: RefCell::new(Vec::new()),
+            }),
+        }
+    }
+
+    async fn fetch(&self, mut req: Request) -> Result<Response> {
+        match req.path().as_str() {
+            "/call" => {
+                let call: AgentCall = req.json().await?;
+                Response::from_json(&self.core.execute(call))
+            }
+            "/tail" => {
+                let tail: Tail = req.json().await?;
+                let frames = stasis_api::sse::stream(LocalAgent(Rc::clone(&self.core)), tail)
+                    .map(Ok::<_, worker::Error>);
+                let response = Response::from_stream(frames)?;
+                let headers = worker::Headers::new();
+                for (name, value) in stasis_api::event_stream_head().headers() {
+                    if let Ok(value) = value.to_str() {
+                        headers.set(name.as_str(), value)?;
+                    }
+                }
+                Ok(response.with_headers(headers))
+            }
+            other => Response::error(format!("no such object route {other}"), 404),
+        }
+    }
+}
+
+use futures::StreamExt as _;
+
+impl AgentCore {
+    /// Runs one call atomically: inside `transactionSync`, so that a refused
+    /// call rolls back every write it made.
+    fn execute(&self, call: AgentCall) -> std::result::Result<AgentReply, DomainError> {
+        let env = ObjectEnv {
+            now_ms: settings::now_ms(),
+            max_events: self.max_events,
+        };
+        let sql = self.sql.clone();
+        let reply = atomically(&self.storage, move || agent::execute(&sql, &call, &env));
+        if matches!(reply, Ok(AgentReply::Appended(_))) {
+            for waiter in self.waiters.borrow_mut().drain(..) {
+                let _ = waiter.send(());
+            }
+        }
+        reply
+    }
+}
+
+/// Runs `f` inside `ctx.storage.transactionSync`, which rolls back every
+/// write when its callback throws; an `Err` from `f` is turned into a throw.
+fn atomically<T: 'static>(
+    storage: &JsValue,
+    f: impl FnOnce() -> std::result::Result<T, DomainError> + 'static,
+) -> std::result::Result<T, DomainError> {
+    let outcome: Rc<RefCell<Option<std::result::Result<T, DomainError>>>> = Rc::default();
+    let slot = Rc::clone(&outcome);
+    let mut f = Some(f);
+    let body = Closure::<dyn FnMut() -> std::result::Result<JsValue, JsValue>>::new(move || {
+        let Some(f) = f.take() else {
+            return Ok(JsValue::UNDEFINED);
+        };
+        let result = f();
+        let failed = result.is_err();
+        *slot.borrow_mut() = Some(result);
+        if failed {
+            Err(JsValue::from_str("stasis: refused, rolling back"))
+        } else {
+            Ok(JsValue::UNDEFINED)
+        }
+    });
+    let transaction_sync = Reflect::get(storage, &JsValue::from_str("transactionSync"))
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok());
+    let Some(transaction_sync) = transaction_sync else {
+        return Err(DomainError::Storage(
+            "ctx.storage.transactionSync is missing".into(),
+        ));
+    };
+    let thrown = transaction_sync.call1(storage, body.as_ref()).err();
+    let result = outcome.borrow_mut().take();
+    match (result, thrown) {
+        (Some(result), _) => result,
+        (None, Some(err)) => Err(DomainError::Storage(format!("transaction failed: {err:?}"))),
+        (None, None) => Err(DomainError::Storage("the transaction did not run".into())),
+    }
+}
+
+/// The [`Objects`] port inside the agent's own object, for its live tails:
+/// calls run locally, and waiting is woken by the next append.
+#[derive(Clone)]
+struct LocalAgent(Rc<AgentCore>);
+
+impl Objects for LocalAgent {
+    async fn agent(
+        &self,
+        _key: &AgentKey,
+        call: AgentCall,
+    ) -> std::result::Result<AgentReply, DomainError> {
+        self.0.execute(call)
+    }
+
+    async fn wait_for_events(&self, _key: &AgentKey, last_seq: u64, timeout: Duration) {
+        let current = event_log::state(&self.0.sql)
+            .map(|s| s.last_seq)
+            .unwrap_or(0);
+        if current > last_seq {
+            return;
+        }
+        let (wake, woken) = oneshot::channel();
+        self.0.waiters.borrow_mut().push(wake);
+        let delay = worker::Delay::from(timeout);
+        futures::future::select(woken, delay).await;
+    }
+
+    fn now_ms(&self) -> i64 {
+        settings::now_ms()
+    }
+}

@@ -1,0 +1,48 @@
+//! The stasis Cloudflare Worker.
+//!
+//! Workers cannot load WASI components, so the domain (`stasis-domain`) and
+//! the HTTP contract (`stasis-api`) compile straight into this worker's wasm.
+//! This crate only adapts: requests to and from `http` types ([`convert`]),
+//! the [`stasis_api::Objects`] port over Durable Object stubs
+//! ([`objects`]), and the agent's Durable Object running the domain over its
+//! own SQLite ([`agent_object`], [`do_sql`]).
+
+mod agent_object;
+mod convert;
+mod do_sql;
+mod objects;
+mod settings;
+
+use stasis_api::{Api, ApiError, Reply};
+use worker::{Context, Env, Request, Response, Result, event};
+
+pub use agent_object::AgentObject;
+
+#[event(fetch)]
+async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
+    let Some(secret) = settings::secret(&env) else {
+        let refusal = ApiError::new(
+            http::StatusCode::SERVICE_UNAVAILABLE,
+            "not_configured",
+            "this worker has no STASIS_SECRET (wrangler secret put STASIS_SECRET, or .dev.vars \
+             locally); it refuses to serve without one",
+        )
+        .with("retry_after", 60)
+        .with_header(http::header::RETRY_AFTER, "60");
+        return convert::to_worker(refusal.into_response());
+    };
+    let api = Api::new(objects::EdgeObjects::new(env.clone()), Some(secret));
+    let head = convert::head_of(&req)?;
+    let admitted = match api.admit(&head) {
+        Ok(admitted) => admitted,
+        Err(err) => return convert::to_worker(err.into_response()),
+    };
+    let body = req.bytes().await?;
+    if u64::try_from(body.len()).unwrap_or(u64::MAX) > admitted.body_limit() {
+        return convert::to_worker(ApiError::body_too_large(admitted.body_limit()).into_response());
+    }
+    match api.handle(admitted, body.into()).await {
+        Reply::Full(response) => convert::to_worker(response),
+        Reply::Stream(tail) => api.objects().open_tail(&tail).await,
+    }
+}

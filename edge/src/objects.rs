@@ -1,0 +1,80 @@
+//! The worker's [`Objects`] port: calls go to each object's Durable Object.
+
+use stasis_api::{Objects, sse::Tail};
+use stasis_domain::{
+    DomainError,
+    agent::{AgentCall, AgentReply},
+    ids::AgentKey,
+};
+use std::time::Duration;
+use wasm_bindgen::JsValue;
+use worker::{Env, Method, Request, RequestInit, Response, Stub};
+
+/// The binding of the agent Durable Object class in wrangler.toml.
+const AGENTS: &str = "AGENTS";
+
+/// Reaches objects through their Durable Object stubs.
+#[derive(Clone)]
+pub struct EdgeObjects {
+    env: Env,
+}
+
+impl EdgeObjects {
+    /// Objects of this worker's environment.
+    pub fn new(env: Env) -> Self {
+        Self { env }
+    }
+
+    fn agent_stub(&self, key: &AgentKey) -> worker::Result<Stub> {
+        self.env
+            .durable_object(AGENTS)?
+            .id_from_name(&key.object_name())?
+            .get_stub()
+    }
+
+    /// Hands a live tail to the agent's object, which serves the stream.
+    pub async fn open_tail(&self, tail: &Tail) -> worker::Result<Response> {
+        let request = post_json("https://agent.stasis/tail", &serde_json::to_string(tail)?)?;
+        self.agent_stub(&tail.key)?
+            .fetch_with_request(request)
+            .await
+    }
+}
+
+fn post_json(url: &str, body: &str) -> worker::Result<Request> {
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_body(Some(JsValue::from_str(body)));
+    Request::new_with_init(url, &init)
+}
+
+impl Objects for EdgeObjects {
+    async fn agent(&self, key: &AgentKey, call: AgentCall) -> Result<AgentReply, DomainError> {
+        let unreachable = |err: worker::Error| {
+            DomainError::Storage(format!("agent object {}: {err}", key.object_name()))
+        };
+        let body =
+            serde_json::to_string(&call).map_err(|err| DomainError::Storage(err.to_string()))?;
+        let request = post_json("https://agent.stasis/call", &body).map_err(unreachable)?;
+        let mut response = self
+            .agent_stub(key)
+            .map_err(unreachable)?
+            .fetch_with_request(request)
+            .await
+            .map_err(unreachable)?;
+        response
+            .json::<Result<AgentReply, DomainError>>()
+            .await
+            .map_err(unreachable)?
+    }
+
+    /// Tails are served inside the agent's object, which is woken by its own
+    /// appends; the worker itself only ever polls.
+    async fn wait_for_events(&self, _key: &AgentKey, _last_seq: u64, timeout: Duration) {
+        worker::Delay::from(timeout.min(Duration::from_secs(1))).await;
+    }
+
+    fn now_ms(&self) -> i64 {
+        crate::settings::now_ms()
+    }
+}
