@@ -72,14 +72,17 @@ stasis_prebuilt_wrangler_config() {
 }
 
 # Starts `wrangler dev --local` on loopback in its own process group.
-# Usage: stasis_start_edge PORT PERSIST_DIR ENV_FILE LOG; sets EDGE_PID.
+# Usage: stasis_start_edge PORT PERSIST_DIR ENV_FILE LOG; sets EDGE_PID, which
+# is also the process group id (setsid runs in the backgrounded child itself,
+# so `kill -- -$EDGE_PID` reaches wrangler and its workerd processes).
 stasis_start_edge() {
     local port="$1" persist="$2" env_file="$3" log="$4" config
     config="$(stasis_prebuilt_wrangler_config)"
-    (cd "$STASIS_ROOT" && WRANGLER_SEND_METRICS=false CI=true setsid \
-        node_modules/.bin/wrangler dev --config "$config" --local --ip 127.0.0.1 --port "$port" \
-        --inspector-port "$(stasis_free_port)" --persist-to "$persist" --env-file "$env_file" \
-        --show-interactive-dev-session=false >"$log" 2>&1) &
+    WRANGLER_SEND_METRICS=false CI=true setsid \
+        "$STASIS_ROOT/node_modules/.bin/wrangler" dev --cwd "$STASIS_ROOT" --config "$config" \
+        --local --ip 127.0.0.1 --port "$port" --inspector-port "$(stasis_free_port)" \
+        --persist-to "$persist" --env-file "$env_file" \
+        --show-interactive-dev-session=false >"$log" 2>&1 &
     EDGE_PID=$!
 }
 

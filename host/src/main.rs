@@ -90,6 +90,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     config.check()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(stasis_host::runtime::MAX_GROUPS)
         .build()
         .context("starting the async runtime")?;
     let served = runtime.block_on(stasis_host::server::run(config));

@@ -12,6 +12,10 @@ pub const DEFAULT_MAX_EVENTS: u64 = 10_000;
 pub const DEFAULT_READ_LIMIT: u32 = 1_000;
 /// The largest `limit` a read accepts.
 pub const MAX_READ_LIMIT: u32 = 10_000;
+/// A read page holds at most this many bytes of event data (and always at
+/// least one event), so a page of large events cannot
+/// exhaust memory; `has_more` tells the reader to continue.
+pub const MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
 /// An event type's length in bytes.
 pub const MAX_EVENT_TYPE_BYTES: usize = 256;
 /// Remembered batches per producer for idempotent retries.

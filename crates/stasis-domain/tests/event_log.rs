@@ -339,3 +339,22 @@ proptest! {
         prop_assert_eq!(visited, (1..=total as u64).collect::<Vec<_>>());
     }
 }
+
+#[test]
+fn a_page_of_large_events_stops_at_the_byte_budget() {
+    let store = store();
+    let big = format!("\"{}\"", "x".repeat(1024 * 1024 - 64));
+    for _ in 0..10 {
+        let batch = AppendBatch::new(vec![NewEvent::new("big", None, &big)]);
+        append(&store, &batch, &settings(100)).expect("append");
+    }
+    let mut query = ReadQuery::after(0);
+    query.limit = 100;
+    let page = read(&store, &query).expect("read");
+    assert_eq!(page.events.len(), 8, "8 MiB of data per page");
+    assert!(page.has_more);
+    assert_eq!(page.next_after, 8);
+    let rest = read(&store, &ReadQuery::after(page.next_after)).expect("read");
+    assert_eq!(rest.events.len(), 2);
+    assert!(!rest.has_more);
+}

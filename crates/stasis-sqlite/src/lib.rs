@@ -99,7 +99,12 @@ fn value_from(value: ValueRef<'_>) -> SqlValue {
         ValueRef::Null => SqlValue::Null,
         ValueRef::Integer(v) => SqlValue::Integer(v),
         ValueRef::Real(v) => SqlValue::Real(v),
-        ValueRef::Text(v) => SqlValue::Text(String::from_utf8_lossy(v).into_owned()),
+        // Text is written as UTF-8 by the rules; lossy decoding only guards
+        // against a file edited by hand.
+        ValueRef::Text(v) => match std::str::from_utf8(v) {
+            Ok(text) => SqlValue::Text(text.to_owned()),
+            Err(_) => SqlValue::Text(String::from_utf8_lossy(v).into_owned()),
+        },
         ValueRef::Blob(v) => SqlValue::Blob(v.to_vec()),
     }
 }

@@ -159,6 +159,7 @@ impl AgentObject {
         db: SqliteStore,
         jobs: Vec<Job>,
     ) -> Result<SqliteStore, DomainError> {
+        let started = std::time::Instant::now();
         let mut store = Store::new(&components.engine, GuestState::new(db));
         let mut results = Vec::with_capacity(jobs.len());
         let began = begin(store.data().connection());
@@ -171,6 +172,12 @@ impl AgentObject {
             results.push(result);
         }
         let committed = began.and_then(|()| finish(store.data().connection(), Ok(())));
+        tracing::debug!(
+            object = %self.path.display(),
+            calls = jobs.len(),
+            elapsed_us = started.elapsed().as_micros(),
+            "call group committed"
+        );
         let mut newest = None;
         for (job, result) in jobs.into_iter().zip(results) {
             let result = match (&committed, result) {

@@ -7,3 +7,7 @@ pub mod guest_state;
 pub mod objects;
 
 pub use objects::HostObjects;
+
+/// Call groups that may run at once (each on a blocking thread); the
+/// instance pool and the async runtime are sized from it.
+pub const MAX_GROUPS: usize = 128;

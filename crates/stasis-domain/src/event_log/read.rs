@@ -54,10 +54,17 @@ pub fn read(store: &impl SqlStore, query: &ReadQuery) -> Result<ReadPage, Domain
     sql.push_str(&format!(" ORDER BY seq LIMIT ?{}", params.len()));
 
     let rows = store.execute(&sql, params)?;
-    let has_more = rows.len() > query.limit as usize;
+    let mut has_more = rows.len() > query.limit as usize;
     let mut events = Vec::with_capacity(rows.len().min(query.limit as usize));
+    let mut bytes = 0u64;
     for row in rows.into_iter().take(query.limit as usize) {
-        events.push(event_from_row(row)?);
+        let event = event_from_row(row)?;
+        bytes += u64::try_from(event.data.len()).unwrap_or(u64::MAX);
+        if bytes > limits::MAX_READ_BYTES && !events.is_empty() {
+            has_more = true;
+            break;
+        }
+        events.push(event);
     }
     let next_after = match (has_more, events.last()) {
         (true, Some(last)) => last.seq,

@@ -15,10 +15,12 @@ pub(super) fn apply(
     if state.event_count <= max_events {
         return Ok(state);
     }
-    // The seq of the max_events-th newest event becomes the horizon.
+    // event_count is exact, so the oldest event kept is the one just past
+    // the `excess` oldest: a short walk from the bottom, not N from the top.
+    let excess = state.event_count - max_events;
     let Some(row) = store.first_row(
-        "SELECT seq FROM events ORDER BY seq DESC LIMIT 1 OFFSET ?1",
-        params![max_events - 1],
+        "SELECT seq FROM events ORDER BY seq LIMIT 1 OFFSET ?1",
+        params![excess],
     )?
     else {
         return Ok(state);
