@@ -6,6 +6,11 @@ use stasis_api::auth::{self, Scope};
 use stasis_host::config::{self, ServeConfig};
 use std::{net::SocketAddr, path::PathBuf};
 
+/// Reads and appends allocate per event on both sides of the wasm boundary;
+/// mimalloc takes that load better than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// stasis keeps the state of agents that run in ephemeral containers.
 #[derive(Parser)]
 #[command(version, about)]

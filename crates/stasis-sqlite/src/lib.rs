@@ -5,7 +5,8 @@
 //! go through rusqlite's prepared-statement cache: the rules issue the same
 //! few statements over and over.
 
-use rusqlite::{Connection, ToSql, types::ValueRef};
+pub use rusqlite::types::ValueRef;
+use rusqlite::{Connection, ToSql};
 use stasis_domain::sql::{Row, SqlStore, SqlValue, StorageError};
 use std::path::Path;
 
@@ -59,8 +60,16 @@ impl SqliteStore {
     }
 }
 
-impl SqlStore for SqliteStore {
-    fn execute(&self, statement: &str, params: Vec<SqlValue>) -> Result<Vec<Row>, StorageError> {
+impl SqliteStore {
+    /// Runs a statement and builds each column value with `convert`, so an
+    /// adapter with its own value type (the host's WIT values) skips the
+    /// domain's row type and its allocations.
+    pub fn execute_as<V>(
+        &self,
+        statement: &str,
+        params: &[SqlValue],
+        mut convert: impl FnMut(ValueRef<'_>) -> V,
+    ) -> Result<Vec<Vec<V>>, StorageError> {
         let mut prepared = self.conn.prepare_cached(statement).map_err(storage_error)?;
         let columns = prepared.column_count();
         let mut rows = prepared
@@ -70,11 +79,17 @@ impl SqlStore for SqliteStore {
         while let Some(row) = rows.next().map_err(storage_error)? {
             let mut values = Vec::with_capacity(columns);
             for index in 0..columns {
-                values.push(value_from(row.get_ref(index).map_err(storage_error)?));
+                values.push(convert(row.get_ref(index).map_err(storage_error)?));
             }
             out.push(values);
         }
         Ok(out)
+    }
+}
+
+impl SqlStore for SqliteStore {
+    fn execute(&self, statement: &str, params: Vec<SqlValue>) -> Result<Vec<Row>, StorageError> {
+        self.execute_as(statement, &params, value_from)
     }
 }
 
@@ -94,18 +109,23 @@ impl ToSql for Bind<'_> {
     }
 }
 
-fn value_from(value: ValueRef<'_>) -> SqlValue {
+/// A SQLite value as the domain's value.
+pub fn value_from(value: ValueRef<'_>) -> SqlValue {
     match value {
         ValueRef::Null => SqlValue::Null,
         ValueRef::Integer(v) => SqlValue::Integer(v),
         ValueRef::Real(v) => SqlValue::Real(v),
-        // Text is written as UTF-8 by the rules; lossy decoding only guards
-        // against a file edited by hand.
-        ValueRef::Text(v) => match std::str::from_utf8(v) {
-            Ok(text) => SqlValue::Text(text.to_owned()),
-            Err(_) => SqlValue::Text(String::from_utf8_lossy(v).into_owned()),
-        },
+        ValueRef::Text(v) => SqlValue::Text(text_from(v)),
         ValueRef::Blob(v) => SqlValue::Blob(v.to_vec()),
+    }
+}
+
+/// SQLite text as a String. The rules write UTF-8; lossy decoding only
+/// guards against a file edited by hand.
+pub fn text_from(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
     }
 }
 

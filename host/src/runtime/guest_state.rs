@@ -3,8 +3,8 @@
 
 use super::bindings::stasis::objects::{sql, types};
 use rusqlite::Connection;
-use stasis_domain::sql::{SqlStore, SqlValue};
-use stasis_sqlite::SqliteStore;
+use stasis_domain::sql::SqlValue;
+use stasis_sqlite::{SqliteStore, ValueRef};
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -49,14 +49,10 @@ impl sql::Host for GuestState {
         statement: String,
         params: Vec<sql::Value>,
     ) -> Result<Vec<sql::Row>, sql::SqlError> {
-        let params = params.into_iter().map(from_wit).collect();
-        match self.db.execute(&statement, params) {
-            Ok(rows) => Ok(rows
-                .into_iter()
-                .map(|row| row.into_iter().map(to_wit).collect())
-                .collect()),
-            Err(err) => Err(sql_error(err)),
-        }
+        let params: Vec<SqlValue> = params.into_iter().map(from_wit).collect();
+        self.db
+            .execute_as(&statement, &params, to_wit)
+            .map_err(sql_error)
     }
 }
 
@@ -70,13 +66,13 @@ fn from_wit(value: sql::Value) -> SqlValue {
     }
 }
 
-fn to_wit(value: SqlValue) -> sql::Value {
+fn to_wit(value: ValueRef<'_>) -> sql::Value {
     match value {
-        SqlValue::Null => sql::Value::Null,
-        SqlValue::Integer(v) => sql::Value::Integer(v),
-        SqlValue::Real(v) => sql::Value::Real(v),
-        SqlValue::Text(v) => sql::Value::Text(v),
-        SqlValue::Blob(v) => sql::Value::Blob(v),
+        ValueRef::Null => sql::Value::Null,
+        ValueRef::Integer(v) => sql::Value::Integer(v),
+        ValueRef::Real(v) => sql::Value::Real(v),
+        ValueRef::Text(v) => sql::Value::Text(stasis_sqlite::text_from(v)),
+        ValueRef::Blob(v) => sql::Value::Blob(v.to_vec()),
     }
 }
 

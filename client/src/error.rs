@@ -1,0 +1,234 @@
+//! The one error type of the client, and the exit code each error maps to.
+
+use std::time::Duration;
+
+/// Exit codes of the `stasis-client` binary, one per outcome a script may want to branch on.
+pub mod exit {
+    /// Everything asked for was done.
+    pub const OK: u8 = 0;
+    /// A local failure: a file, a SQLite database, bad local input.
+    pub const LOCAL: u8 = 1;
+    /// The command line was not understood (clap's own code).
+    pub const USAGE: u8 = 2;
+    /// `snapshot pull`: the server holds no snapshot for that agent (nothing was written).
+    pub const NO_SNAPSHOT: u8 = 3;
+    /// The server refused the request (a 4xx answer such as 401, 403, 412 or 413).
+    pub const REFUSED: u8 = 4;
+    /// The server could not be reached, or kept failing (timeouts, 5xx, 503), after bounded retries.
+    pub const UNAVAILABLE: u8 = 5;
+    /// Bytes did not match their sha256 (a download, or the server's receipt of an upload).
+    pub const INTEGRITY: u8 = 6;
+    /// `boot` or `drain`: at least one agent could not be hydrated or flushed (in time).
+    pub const PARTIAL: u8 = 7;
+}
+
+/// What went wrong. Every variant says which request or file it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The client is not configured correctly (no URL, a malformed URL or duration).
+    #[error("configuration: {0}")]
+    Config(String),
+
+    /// An id that the server would refuse (`[A-Za-z0-9_.:-]{1,128}`, not `.` or `..`).
+    #[error("invalid {what} id {value:?}: ids match [A-Za-z0-9_.:-]{{1,128}} and are not . or ..")]
+    InvalidId {
+        /// Which id (town, rig, agent, ...).
+        what: &'static str,
+        /// The value given.
+        value: String,
+    },
+
+    /// A local file operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, naming the file.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A SQLite operation on a local database failed.
+    #[error("SQLite: {context}: {source}")]
+    Sqlite {
+        /// What was being done, naming the database.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// The request could not be exchanged with the server (connect, timeout, broken connection).
+    #[error("{what}: {source}")]
+    Transport {
+        /// The request (`METHOD url`).
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: ureq::Error,
+    },
+
+    /// The server answered with an error status, decoded from its `{"error": {...}}` body.
+    #[error("{what}: the server answered {status} {code}: {message}")]
+    Api {
+        /// The request (`METHOD path`).
+        what: String,
+        /// The HTTP status.
+        status: u16,
+        /// The error code (`not_found`, `unauthorized`, ...), or `http_<status>` without a body.
+        code: String,
+        /// The server's message, or the start of a non-JSON body.
+        message: String,
+        /// The whole `error` object, with its extra fields (`limit`, `first_seq`, ...).
+        detail: Option<serde_json::Value>,
+    },
+
+    /// Bytes did not hash to the sha256 they were announced with.
+    #[error("sha256 mismatch for {what}: expected {expected}, got {actual}")]
+    Integrity {
+        /// Which transfer.
+        what: String,
+        /// The announced hash.
+        expected: String,
+        /// The hash of the bytes seen.
+        actual: String,
+    },
+
+    /// The server answered something the contract does not allow (a missing header, bad JSON).
+    #[error("{what}: unexpected answer: {detail}")]
+    Protocol {
+        /// The request.
+        what: String,
+        /// What was wrong with the answer.
+        detail: String,
+    },
+
+    /// A retried operation kept failing until its attempt or time bound.
+    #[error("{what}: gave up after {attempts} attempt(s) in {elapsed:.1?}; last error: {last}")]
+    GaveUp {
+        /// The operation.
+        what: String,
+        /// How many attempts were made.
+        attempts: u32,
+        /// Time spent.
+        elapsed: Duration,
+        /// The error of the last attempt.
+        #[source]
+        last: Box<Error>,
+    },
+
+    /// A snapshot over the server's limit: refused locally, before uploading it.
+    #[error("{what}: {size} bytes is over the snapshot limit of {limit} bytes")]
+    TooLarge {
+        /// The file.
+        what: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+
+    /// The town's registry names another container: a newer one took over, and its snapshots
+    /// must not be overwritten with this container's older ones.
+    #[error("the registry belongs to container {current}, not {ours}: a newer container took over, so nothing is flushed")]
+    Superseded {
+        /// This container.
+        ours: String,
+        /// The container the registry names.
+        current: String,
+    },
+
+    /// The operation's time budget ran out (`drain --budget`).
+    #[error("{what}: the time budget ran out")]
+    OutOfTime {
+        /// The operation.
+        what: String,
+    },
+}
+
+impl Error {
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// Wraps a SQLite error with what was being done.
+    pub fn sqlite(context: impl Into<String>, source: rusqlite::Error) -> Self {
+        Error::Sqlite {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// The error a retry loop ended on (itself, unless this is [`Error::GaveUp`]).
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::GaveUp { last, .. } => last.root(),
+            other => other,
+        }
+    }
+
+    /// The HTTP status the server answered, when this is an API error.
+    pub fn status(&self) -> Option<u16> {
+        match self.root() {
+            Error::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The exit code of the binary for this error (see [`exit`]).
+    pub fn exit_code(&self) -> u8 {
+        match self.root() {
+            Error::Config(_) | Error::InvalidId { .. } | Error::Io { .. } | Error::Sqlite { .. } => {
+                exit::LOCAL
+            }
+            Error::Api { status, .. } if *status < 500 => exit::REFUSED,
+            Error::TooLarge { .. } | Error::Superseded { .. } => exit::REFUSED,
+            Error::Api { .. }
+            | Error::Transport { .. }
+            | Error::Protocol { .. }
+            | Error::OutOfTime { .. } => exit::UNAVAILABLE,
+            Error::Integrity { .. } => exit::INTEGRITY,
+            Error::GaveUp { .. } => exit::UNAVAILABLE,
+        }
+    }
+}
+
+/// The client's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(status: u16) -> Error {
+        Error::Api {
+            what: "GET /x".into(),
+            status,
+            code: "c".into(),
+            message: "m".into(),
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn client_errors_exit_as_refused_and_server_errors_as_unavailable() {
+        assert_eq!(api(412).exit_code(), exit::REFUSED);
+        assert_eq!(api(503).exit_code(), exit::UNAVAILABLE);
+    }
+
+    #[test]
+    fn a_gave_up_error_exits_with_the_code_of_its_last_attempt() {
+        let gave_up = Error::GaveUp {
+            what: "PUT".into(),
+            attempts: 3,
+            elapsed: Duration::from_secs(1),
+            last: Box::new(api(401)),
+        };
+        assert_eq!(gave_up.exit_code(), exit::REFUSED);
+        assert_eq!(gave_up.status(), Some(401));
+    }
+}
