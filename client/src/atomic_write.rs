@@ -66,7 +66,9 @@ impl AtomicFile {
         let AtomicFile { mut temp, target } = self;
         let context = || format!("writing {}", target.display());
         temp.flush().map_err(|e| Error::io(context(), e))?;
-        temp.as_file().sync_all().map_err(|e| Error::io(context(), e))?;
+        temp.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(context(), e))?;
         before_rename(&target)?;
         temp.persist(&target)
             .map_err(|e| Error::io(format!("renaming into {}", target.display()), e.error))?;

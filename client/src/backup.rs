@@ -54,7 +54,8 @@ pub struct BackupStats {
 /// open elsewhere), calling `on_progress(pages_done, pages_total)` between steps.
 ///
 /// The source must exist: it is opened read-write (so that a WAL left by a crashed writer can
-/// be recovered) but never created, and only read.
+/// be recovered) but never created, and only read. On failure `dest` may hold a partial copy:
+/// write it to a temporary place, as [`crate::snapshot::push`] does.
 pub fn backup_database(
     source: &Path,
     dest: &Path,
@@ -86,8 +87,10 @@ pub fn backup_database(
     // Ends the read transaction; nothing was written through this connection.
     src.execute_batch("ROLLBACK")
         .map_err(|e| Error::sqlite(src_context(), e))?;
-    src.close().map_err(|(_, e)| Error::sqlite(src_context(), e))?;
-    dst.close().map_err(|(_, e)| Error::sqlite(dest_context(), e))?;
+    src.close()
+        .map_err(|(_, e)| Error::sqlite(src_context(), e))?;
+    dst.close()
+        .map_err(|(_, e)| Error::sqlite(dest_context(), e))?;
     Ok(stats)
 }
 

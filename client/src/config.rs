@@ -34,7 +34,9 @@ impl Config {
             .strip_prefix("http://")
             .or_else(|| url.strip_prefix("https://"))
             .ok_or_else(|| {
-                Error::Config(format!("{URL_ENV} must start with http:// or https://, got {url:?}"))
+                Error::Config(format!(
+                    "{URL_ENV} must start with http:// or https://, got {url:?}"
+                ))
             })?;
         if rest.is_empty() || rest.starts_with('/') {
             return Err(Error::Config(format!("{URL_ENV} has no host: {url:?}")));
@@ -44,9 +46,7 @@ impl Config {
                 "{URL_ENV} must be a base URL without query, fragment or spaces: {url:?}"
             )));
         }
-        let token = token
-            .map(|t| t.trim().to_owned())
-            .filter(|t| !t.is_empty());
+        let token = token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
         Ok(Config {
             base_url: url.trim_end_matches('/').to_owned(),
             token,
@@ -99,7 +99,9 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
         }
         let value: u64 = rest[..digits].parse().map_err(|_| bad())?;
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let unit = match &rest[..unit_len] {
             "ms" => Duration::from_millis(value),
             "s" => Duration::from_secs(value),

@@ -130,7 +130,9 @@ pub enum Error {
 
     /// The town's registry names another container: a newer one took over, and its snapshots
     /// must not be overwritten with this container's older ones.
-    #[error("the registry belongs to container {current}, not {ours}: a newer container took over, so nothing is flushed")]
+    #[error(
+        "the registry belongs to container {current}, not {ours}: a newer container took over, so nothing is flushed"
+    )]
     Superseded {
         /// This container.
         ours: String,
@@ -182,9 +184,10 @@ impl Error {
     /// The exit code of the binary for this error (see [`exit`]).
     pub fn exit_code(&self) -> u8 {
         match self.root() {
-            Error::Config(_) | Error::InvalidId { .. } | Error::Io { .. } | Error::Sqlite { .. } => {
-                exit::LOCAL
-            }
+            Error::Config(_)
+            | Error::InvalidId { .. }
+            | Error::Io { .. }
+            | Error::Sqlite { .. } => exit::LOCAL,
             Error::Api { status, .. } if *status < 500 => exit::REFUSED,
             Error::TooLarge { .. } | Error::Superseded { .. } => exit::REFUSED,
             Error::Api { .. }

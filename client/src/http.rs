@@ -107,6 +107,13 @@ impl Client {
         }
     }
 
+    /// Tells the retry hook about a retry.
+    pub(crate) fn notify_retry(&self, notice: &RetryNotice<'_>) {
+        if let Some(hook) = &self.on_retry {
+            hook(notice);
+        }
+    }
+
     /// Runs `op` under the client's retry policy (and `deadline`).
     pub(crate) fn retrying<T>(
         &self,
@@ -114,16 +121,15 @@ impl Client {
         deadline: Option<Instant>,
         op: impl FnMut() -> Result<T, Attempt>,
     ) -> Result<T> {
-        let notify = |notice: &RetryNotice<'_>| {
-            if let Some(hook) = &self.on_retry {
-                hook(notice);
-            }
-        };
-        retry::run(&self.policy, deadline, what, &notify, op)
+        retry::run(&self.policy, deadline, what, &|n| self.notify_retry(n), op)
     }
 
     /// `GET path`, retried, answering the JSON body of a 2xx.
-    pub fn get_json<T: DeserializeOwned>(&self, path: &str, deadline: Option<Instant>) -> Result<T> {
+    pub fn get_json<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        deadline: Option<Instant>,
+    ) -> Result<T> {
         let what = format!("GET {path}");
         let bytes = self.retrying(&what, deadline, || {
             let request = self.prepare(self.agent.get(self.config.url(path)), deadline);
@@ -186,24 +192,19 @@ pub(crate) fn transport(what: &str, error: ureq::Error) -> Attempt {
         source: error,
     };
     if retry {
-        Attempt::Retry {
-            error,
-            retry_after: None,
-        }
+        Attempt::retry(error, None)
     } else {
-        Attempt::Fail(error)
+        Attempt::fail(error)
     }
 }
 
 /// Classifies an I/O error met while streaming a body (a broken connection): retried.
 pub(crate) fn broken_stream(what: &str, error: std::io::Error) -> Attempt {
-    Attempt::Retry {
-        error: Error::Transport {
-            what: what.to_owned(),
-            source: ureq::Error::Io(error),
-        },
-        retry_after: None,
-    }
+    let error = Error::Transport {
+        what: what.to_owned(),
+        source: ureq::Error::Io(error),
+    };
+    Attempt::retry(error, None)
 }
 
 /// Passes a 2xx through; turns any other status into an [`Error::Api`] from its body,
@@ -235,12 +236,9 @@ pub(crate) fn refusal(what: &str, response: Response<Body>) -> Attempt {
         _ => None,
     };
     if retry::is_retryable_status(status) {
-        Attempt::Retry {
-            error,
-            retry_after: header_wait.or(body_wait),
-        }
+        Attempt::retry(error, header_wait.or(body_wait))
     } else {
-        Attempt::Fail(error)
+        Attempt::fail(error)
     }
 }
 
@@ -314,7 +312,7 @@ pub(crate) fn read_json<T: DeserializeOwned>(
     response: Response<Body>,
 ) -> Result<T, Attempt> {
     let bytes = read_body(what, response)?;
-    parse_json(what, &bytes).map_err(Attempt::Fail)
+    parse_json(what, &bytes).map_err(Attempt::fail)
 }
 
 /// The first value of header `name`, when it is text.

@@ -1,0 +1,163 @@
+//! Drain, on SIGTERM: tell the town the container is being evicted, then flush every
+//! registered agent's kilo.db within a time budget.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::boot::{AgentOutcome, kilo_db_path};
+use crate::error::{Error, Result};
+use crate::http::Client;
+use crate::ids::AgentRef;
+use crate::snapshot::{self, PushOptions, PushReceipt};
+use crate::town::{self, RegisteredAgent};
+
+/// The default budget: the seed's 10 minutes, leaving 5 of Cloudflare's 15 before SIGKILL.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(600);
+
+/// How a drain proceeds.
+#[derive(Debug, Clone)]
+pub struct DrainOptions {
+    /// This container's id.
+    pub container_id: String,
+    /// Where agent homes live (`/tmp` in a container).
+    pub root: PathBuf,
+    /// Time for everything: eviction, registry, every push.
+    pub budget: Duration,
+    /// The eviction's reason (`sigterm`).
+    pub reason: String,
+    /// Pushes run at once (at least 1).
+    pub parallel: usize,
+}
+
+/// What flushing one agent did.
+#[derive(Debug)]
+pub enum Flush {
+    /// Its snapshot is stored.
+    Flushed(PushReceipt),
+    /// It has no kilo.db here (never started writing): nothing to keep.
+    NoLocalDb,
+    /// The budget ran out before it was flushed.
+    OutOfTime,
+    /// It failed.
+    Failed(Error),
+}
+
+/// What a drain did.
+#[derive(Debug)]
+pub struct DrainReport {
+    /// Why the eviction notice failed, when it did (the flush went on regardless).
+    pub eviction_error: Option<Error>,
+    /// One outcome per registered agent, the Mayor first, then in registry order.
+    pub agents: Vec<AgentOutcome<Flush>>,
+    /// Time spent.
+    pub elapsed: Duration,
+}
+
+impl DrainReport {
+    /// True when the eviction was recorded and every agent with a kilo.db was flushed.
+    pub fn complete(&self) -> bool {
+        self.eviction_error.is_none()
+            && self
+                .agents
+                .iter()
+                .all(|a| matches!(a.result, Flush::Flushed(_) | Flush::NoLocalDb))
+    }
+}
+
+/// Posts the eviction (a failure is reported, not fatal), reads the registry, and pushes each
+/// agent's [`kilo_db_path`] before `options.budget` runs out, calling `on_agent` as each ends.
+///
+/// Refuses to flush ([`Error::Superseded`]) when the registry names another container: a new
+/// container has taken over, and its snapshots are newer than ours.
+pub fn drain(
+    client: &Client,
+    town: &str,
+    options: &DrainOptions,
+    on_agent: &(dyn Fn(&AgentOutcome<Flush>) + Sync),
+) -> Result<DrainReport> {
+    let started = Instant::now();
+    let deadline = started + options.budget;
+    crate::ids::check_id("container", &options.container_id)?;
+    let eviction_error = town::evict(
+        client,
+        town,
+        &options.container_id,
+        &options.reason,
+        Some(deadline),
+    )
+    .err();
+    let registry = town::registry(client, town, Some(deadline))?;
+    if let Some(current) = registry.container_id.as_deref()
+        && !current.is_empty()
+        && current != options.container_id
+    {
+        return Err(Error::Superseded {
+            ours: options.container_id.clone(),
+            current: current.to_owned(),
+        });
+    }
+    let mut agents = registry.agents;
+    // The Mayor first: losing its conversation is what hurts most.
+    agents.sort_by_key(|a| a.role != "mayor");
+    let queue = Mutex::new(agents.into_iter().enumerate().collect::<VecDeque<_>>());
+    let done = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..options.parallel.max(1) {
+            scope.spawn(|| {
+                while let Some((index, agent)) = next(&queue) {
+                    let outcome = flush(client, town, agent, options, deadline);
+                    on_agent(&outcome);
+                    if let Ok(mut done) = done.lock() {
+                        done.push((index, outcome));
+                    }
+                }
+            });
+        }
+    });
+    let mut done = done
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    done.sort_by_key(|(index, _)| *index);
+    Ok(DrainReport {
+        eviction_error,
+        agents: done.into_iter().map(|(_, outcome)| outcome).collect(),
+        elapsed: started.elapsed(),
+    })
+}
+
+fn next(queue: &Mutex<VecDeque<(usize, RegisteredAgent)>>) -> Option<(usize, RegisteredAgent)> {
+    queue.lock().ok()?.pop_front()
+}
+
+fn flush(
+    client: &Client,
+    town: &str,
+    agent: RegisteredAgent,
+    options: &DrainOptions,
+    deadline: Instant,
+) -> AgentOutcome<Flush> {
+    let path = kilo_db_path(&options.root, &agent.agent_id);
+    let result = match AgentRef::new(town, &agent.rig_id, &agent.agent_id) {
+        Err(e) => Flush::Failed(e),
+        Ok(_) if Instant::now() >= deadline => Flush::OutOfTime,
+        Ok(_) if !path.is_file() => Flush::NoLocalDb,
+        Ok(agent_ref) => {
+            let push_options = PushOptions {
+                deadline: Some(deadline),
+                ..PushOptions::default()
+            };
+            match snapshot::push(client, &agent_ref, &path, &push_options) {
+                Ok(receipt) => Flush::Flushed(receipt),
+                Err(_) if Instant::now() >= deadline => Flush::OutOfTime,
+                Err(e) => Flush::Failed(e),
+            }
+        }
+    };
+    AgentOutcome {
+        agent,
+        path,
+        result,
+    }
+}

@@ -1,0 +1,279 @@
+//! `boot` and `drain` against a mock of the town endpoints (which the server does not serve
+//! yet; these follow shared/SPEC.md). The end-to-end run against a real server is the lead's.
+
+#![allow(clippy::expect_used, reason = "tests fail loudly")]
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use sha2::Digest;
+use stasis_client::boot::{BootOptions, Hydration, boot, kilo_db_path};
+use stasis_client::drain::{DrainOptions, Flush, drain};
+use stasis_client::{Error, exit};
+use support::{Mock, Request, Response, sample_db};
+
+fn registry(container: &str) -> serde_json::Value {
+    json!({"container_id": container, "agents": [
+        {"agent_id": "polecat-1", "rig_id": "main", "role": "polecat", "session_id": "s2", "port": 4101},
+        {"agent_id": "mayor", "rig_id": "hq", "role": "mayor", "session_id": "s1", "port": 4100},
+        {"agent_id": "polecat-2", "rig_id": "main", "role": "polecat", "session_id": null, "port": null},
+    ]})
+}
+
+fn sha_of(bytes: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+#[test]
+fn boot_heartbeats_then_hydrates_every_registered_agent() {
+    let src = tempfile::tempdir().expect("tempdir");
+    let (_, mayor_db, mayor_sha) = sample_db(src.path(), "mayor.db", 80);
+    let (_, polecat_db, polecat_sha) = sample_db(src.path(), "polecat.db", 30);
+    let (mayor, polecat) = (
+        (mayor_db.clone(), mayor_sha),
+        (polecat_db.clone(), polecat_sha),
+    );
+    let mock =
+        Mock::start(
+            move |request: &Request| match (request.method.as_str(), request.path()) {
+                ("POST", "/api/towns/t1/heartbeat") => Response::json(
+                    200,
+                    &json!({"draining": false, "cleared_drain": true, "registry": registry("c-old"),
+                    "pending_dispatches": [{"agent_id": "mayor", "prompt": "hi"}]}),
+                ),
+                ("GET", "/api/towns/t1/rigs/hq/agents/mayor/db-snapshot") => Response::new(200)
+                    .header("X-Stasis-Sha256", &mayor.1)
+                    .header("X-Stasis-Snapshot-Version", "5")
+                    .body(mayor.0.clone()),
+                ("GET", "/api/towns/t1/rigs/main/agents/polecat-1/db-snapshot") => {
+                    Response::new(200)
+                        .header("X-Stasis-Sha256", &polecat.1)
+                        .header("X-Stasis-Snapshot-Version", "2")
+                        .body(polecat.0.clone())
+                }
+                _ => Response::error(404, "not_found", "nothing here"),
+            },
+        );
+    let root = tempfile::tempdir().expect("tempdir");
+    let options = BootOptions {
+        container_id: "c-new".into(),
+        root: root.path().to_owned(),
+        progress: false,
+    };
+    let mut seen = Vec::new();
+    let report = boot(&mock.client(), "t1", &options, &mut |outcome| {
+        seen.push(outcome.agent.agent_id.clone());
+    })
+    .expect("boot");
+
+    assert_eq!(seen, ["polecat-1", "mayor", "polecat-2"]);
+    assert!(report.cleared_drain && !report.draining);
+    assert!(report.complete());
+    assert_eq!(
+        report.pending_dispatches,
+        [json!({"agent_id": "mayor", "prompt": "hi"})]
+    );
+    let heartbeat = &mock.requests()[0];
+    assert_eq!(heartbeat.json(), json!({"container_id": "c-new"}));
+
+    let mayor_path = kilo_db_path(root.path(), "mayor");
+    assert_eq!(
+        mayor_path,
+        root.path()
+            .join("agent-home-mayor/.local/share/kilo/kilo.db")
+    );
+    assert_eq!(std::fs::read(&mayor_path).expect("mayor"), mayor_db);
+    assert_eq!(
+        std::fs::read(kilo_db_path(root.path(), "polecat-1")).expect("polecat"),
+        polecat_db
+    );
+    assert!(!kilo_db_path(root.path(), "polecat-2").exists());
+    let results: Vec<&Hydration> = report.agents.iter().map(|a| &a.result).collect();
+    assert!(matches!(results[0], Hydration::Pulled(s) if s.version == Some(2)));
+    assert!(matches!(results[1], Hydration::Pulled(s) if s.version == Some(5)));
+    assert!(matches!(results[2], Hydration::NoSnapshot));
+}
+
+#[test]
+fn a_failed_agent_does_not_stop_the_boot_and_is_reported() {
+    let mock = Mock::start(|request: &Request| match request.path() {
+        "/api/towns/t1/heartbeat" => Response::json(
+            200,
+            &json!({"draining": false, "cleared_drain": false, "registry": registry("c-old"),
+                    "pending_dispatches": []}),
+        ),
+        "/api/towns/t1/rigs/hq/agents/mayor/db-snapshot" => Response::new(200)
+            .header("X-Stasis-Sha256", &"0".repeat(64))
+            .body("garbage"),
+        _ => Response::error(404, "not_found", "none"),
+    });
+    let root = tempfile::tempdir().expect("tempdir");
+    let options = BootOptions {
+        container_id: "c-new".into(),
+        root: root.path().to_owned(),
+        progress: false,
+    };
+    let report = boot(&mock.client(), "t1", &options, &mut |_| {}).expect("boot");
+    assert!(!report.complete());
+    assert!(matches!(
+        report.agents[1].result,
+        Hydration::Failed(Error::Integrity { .. })
+    ));
+    assert!(matches!(report.agents[0].result, Hydration::NoSnapshot));
+    assert!(!kilo_db_path(root.path(), "mayor").exists());
+}
+
+fn put_receipt(request: &Request) -> Response {
+    let sha = sha_of(&request.body);
+    Response::json(
+        201,
+        &json!({"version": 1, "sha256": sha, "size": request.body.len(),
+                "storage": "inline", "event_watermark": null}),
+    )
+}
+
+fn write_kilo_db(root: &Path, agent: &str) {
+    let path = kilo_db_path(root, agent);
+    let dir = path.parent().expect("parent");
+    std::fs::create_dir_all(dir).expect("dirs");
+    sample_db(dir, "kilo.db", 25);
+}
+
+fn drain_options(root: &Path, budget: Duration) -> DrainOptions {
+    DrainOptions {
+        container_id: "c-old".into(),
+        root: root.to_owned(),
+        budget,
+        reason: "sigterm".into(),
+        parallel: 1,
+    }
+}
+
+#[test]
+fn drain_posts_the_eviction_then_flushes_every_agent_mayor_first() {
+    let mock = Mock::start(
+        |request: &Request| match (request.method.as_str(), request.path()) {
+            ("POST", "/api/towns/t1/container-eviction") => Response::json(202, &json!({})),
+            ("GET", "/api/towns/t1/container-registry") => Response::json(200, &registry("c-old")),
+            ("PUT", _) => put_receipt(request),
+            _ => Response::error(404, "not_found", "none"),
+        },
+    );
+    let root = tempfile::tempdir().expect("tempdir");
+    write_kilo_db(root.path(), "mayor");
+    write_kilo_db(root.path(), "polecat-1");
+    let report = drain(
+        &mock.client(),
+        "t1",
+        &drain_options(root.path(), Duration::from_secs(60)),
+        &|_| {},
+    )
+    .expect("drain");
+
+    assert!(report.complete(), "{report:?}");
+    let requests = mock.requests();
+    assert_eq!(requests[0].path(), "/api/towns/t1/container-eviction");
+    assert_eq!(
+        requests[0].json(),
+        json!({"container_id": "c-old", "reason": "sigterm"})
+    );
+    let puts: Vec<&str> = requests
+        .iter()
+        .filter(|r| r.method == "PUT")
+        .map(Request::path)
+        .collect();
+    assert_eq!(
+        puts,
+        [
+            "/api/towns/t1/rigs/hq/agents/mayor/db-snapshot",
+            "/api/towns/t1/rigs/main/agents/polecat-1/db-snapshot"
+        ]
+    );
+    let ids: Vec<&str> = report
+        .agents
+        .iter()
+        .map(|a| a.agent.agent_id.as_str())
+        .collect();
+    assert_eq!(ids, ["mayor", "polecat-1", "polecat-2"]);
+    assert!(matches!(report.agents[0].result, Flush::Flushed(_)));
+    assert!(matches!(report.agents[2].result, Flush::NoLocalDb));
+}
+
+#[test]
+fn drain_refuses_to_overwrite_a_newer_containers_snapshots() {
+    let mock = Mock::start(|request: &Request| match request.path() {
+        "/api/towns/t1/container-eviction" => Response::json(202, &json!({})),
+        "/api/towns/t1/container-registry" => Response::json(200, &registry("c-newer")),
+        _ => put_receipt(request),
+    });
+    let root = tempfile::tempdir().expect("tempdir");
+    write_kilo_db(root.path(), "mayor");
+    let error = drain(
+        &mock.client(),
+        "t1",
+        &drain_options(root.path(), Duration::from_secs(60)),
+        &|_| {},
+    )
+    .expect_err("superseded");
+    assert!(matches!(error, Error::Superseded { .. }), "{error}");
+    assert_eq!(error.exit_code(), exit::REFUSED);
+    assert!(mock.requests().iter().all(|r| r.method != "PUT"));
+}
+
+#[test]
+fn agents_not_flushed_within_the_budget_are_reported_out_of_time() {
+    let mock = Mock::start(
+        |request: &Request| match (request.method.as_str(), request.path()) {
+            ("POST", _) => Response::json(202, &json!({})),
+            ("GET", _) => Response::json(200, &registry("c-old")),
+            _ => put_receipt(request).delayed(Duration::from_secs(3)),
+        },
+    );
+    let root = tempfile::tempdir().expect("tempdir");
+    for agent in ["mayor", "polecat-1", "polecat-2"] {
+        write_kilo_db(root.path(), agent);
+    }
+    let started = Instant::now();
+    let report = drain(
+        &mock.client(),
+        "t1",
+        &drain_options(root.path(), Duration::from_millis(800)),
+        &|_| {},
+    )
+    .expect("drain");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the budget bounds the drain"
+    );
+    assert!(!report.complete());
+    assert!(report.eviction_error.is_none());
+    for agent in &report.agents {
+        assert!(matches!(agent.result, Flush::OutOfTime), "{agent:?}");
+    }
+}
+
+#[test]
+fn a_failed_eviction_notice_does_not_stop_the_flush() {
+    let mock = Mock::start(
+        |request: &Request| match (request.method.as_str(), request.path()) {
+            ("POST", _) => Response::error(401, "unauthorized", "bad token"),
+            ("GET", _) => Response::json(200, &registry("c-old")),
+            _ => put_receipt(request),
+        },
+    );
+    let root = tempfile::tempdir().expect("tempdir");
+    write_kilo_db(root.path(), "mayor");
+    let report = drain(
+        &mock.client(),
+        "t1",
+        &drain_options(root.path(), Duration::from_secs(60)),
+        &|_| {},
+    )
+    .expect("drain");
+    assert!(report.eviction_error.is_some());
+    assert!(matches!(report.agents[0].result, Flush::Flushed(_)));
+    assert!(!report.complete());
+}
