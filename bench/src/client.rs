@@ -58,6 +58,11 @@ impl Endpoint {
             bearer,
         }))
     }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
 }
 
 /// A request without its connection: method, path, body and the two

@@ -80,9 +80,15 @@ impl Log {
     /// stasis (10,000 at most, its page limit); everything on the peer,
     /// which has no page limit.
     pub fn read_from_start(&self, limit: usize) -> Call {
+        self.read_after(0, limit)
+    }
+
+    /// The request reading the page after cursor `after` (stasis; the peer
+    /// always reads everything).
+    pub fn read_after(&self, after: u64, limit: usize) -> Call {
         match self {
             Log::Stasis { events_path } => {
-                Call::get(format!("{events_path}?after=0&limit={limit}"))
+                Call::get(format!("{events_path}?after={after}&limit={limit}"))
             }
             Log::Peer { stream_path } => Call::get(format!("{stream_path}?offset=-1")),
         }
@@ -99,9 +105,10 @@ impl Log {
         call
     }
 
-    /// How many items a full read returned, checked against the log's own
-    /// shape (stasis: an `events` page with no more to come; peer: an array).
-    pub fn count_read(&self, body: &[u8]) -> Result<usize> {
+    /// What one page of a read holds, checked against the log's own shape
+    /// (stasis: an `events` page with `has_more` and `next_after`; peer: an
+    /// array, always the whole stream).
+    pub fn page(&self, body: &[u8]) -> Result<Page> {
         let value: serde_json::Value =
             serde_json::from_slice(body).context("the read did not answer JSON")?;
         match self {
@@ -110,17 +117,39 @@ impl Log {
                     .get("events")
                     .and_then(serde_json::Value::as_array)
                     .context("the read has no `events` array")?;
-                if value.get("has_more") != Some(&serde_json::Value::Bool(false)) {
-                    bail!("the read says it has more to come");
-                }
-                Ok(events.len())
+                let next = match value.get("has_more").and_then(serde_json::Value::as_bool) {
+                    Some(false) => None,
+                    Some(true) => Some(
+                        value
+                            .get("next_after")
+                            .and_then(serde_json::Value::as_u64)
+                            .context("a page with more to come has no `next_after`")?,
+                    ),
+                    None => bail!("the read has no `has_more`"),
+                };
+                Ok(Page {
+                    items: events.len(),
+                    next,
+                })
             }
-            Log::Peer { .. } => Ok(value
-                .as_array()
-                .context("the peer's read is not a JSON array")?
-                .len()),
+            Log::Peer { .. } => Ok(Page {
+                items: value
+                    .as_array()
+                    .context("the peer's read is not a JSON array")?
+                    .len(),
+                next: None,
+            }),
         }
     }
+}
+
+/// One page of a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    /// Items on this page.
+    pub items: usize,
+    /// The cursor of the next page, when there is more to come.
+    pub next: Option<u64>,
 }
 
 /// A JSON object of exactly `size` bytes (at least ~30) carrying `i`.
@@ -161,6 +190,32 @@ mod tests {
         assert_eq!(body["events"][1]["type"], "bench");
         assert_eq!(body["events"][1]["data"]["i"], 1);
         assert_eq!(call.path, "/api/towns/t/rigs/r/agents/a/events");
+    }
+
+    #[test]
+    fn a_stasis_page_says_where_the_next_one_starts() {
+        let log = Log::stasis("t", "a");
+        let more = br#"{"events":[{"seq":1},{"seq":2}],"next_after":2,"has_more":true}"#;
+        let last = br#"{"events":[{"seq":3}],"next_after":3,"has_more":false}"#;
+        let page = |body: &[u8]| log.page(body).ok();
+        assert_eq!(
+            page(more),
+            Some(Page {
+                items: 2,
+                next: Some(2)
+            })
+        );
+        assert_eq!(
+            page(last),
+            Some(Page {
+                items: 1,
+                next: None
+            })
+        );
+        assert_eq!(
+            log.read_after(2, 10).path,
+            "/api/towns/t/rigs/r/agents/a/events?after=2&limit=10"
+        );
     }
 
     #[test]

@@ -11,7 +11,10 @@
 //! 4. Server-Sent Events append-to-delivery latency;
 //! 5. host start to first served request, component cache warm;
 //! 6. the same appends, reads and live delivery on the Durable Streams
-//!    reference server (`bench/peer`), the peer stasis is compared with.
+//!    reference server (`bench/peer`), the peer stasis is compared with;
+//! 7. with `--edge-url`, the same stasis workloads on the edge worker under
+//!    `wrangler dev --local`, each right after the host's, with the CPU time
+//!    of every process involved (a second table and section).
 //!
 //! stasis is "a base URL and a token": by default the bench spawns
 //! `--stasis-bin serve` itself on a free loopback port with a random
@@ -20,13 +23,17 @@
 //! restart the server are then skipped.
 //!
 //! Every loop is bounded by a count and a time limit; a full run takes about
-//! two minutes, `--quick` a few seconds per workload. The table goes to
-//! stdout, progress to stderr; `--record BENCHMARKS.md` rewrites this
-//! benchmark's section of that file (between
-//! `<!-- bench:event-log:start -->` and `<!-- bench:event-log:end -->`) and
-//! keeps the rest. `scripts/bench` installs, builds and runs it.
+//! two minutes (three with the edge), `--quick` a few seconds per workload.
+//! The tables go to stdout, progress to stderr; `--record BENCHMARKS.md`
+//! rewrites this benchmark's section of that file (between
+//! `<!-- bench:event-log:start -->` and `<!-- bench:event-log:end -->`), and
+//! the edge's (`<!-- bench:edge:start -->` … `<!-- bench:edge:end -->`) when
+//! the edge ran, and keeps the rest. `scripts/bench` installs, builds and
+//! runs it, `wrangler dev` included.
 
 mod client;
+mod cpu;
+mod edge_report;
 mod logs;
 mod machine;
 mod native;
@@ -77,6 +84,28 @@ struct Args {
     /// Where the temp folders go (default: the system's temp folder).
     #[arg(long)]
     tmp_dir: Option<PathBuf>,
+    /// Also run the stasis workloads on the edge worker served by
+    /// `wrangler dev --local` at this base URL (loopback only).
+    #[arg(long, value_name = "URL")]
+    edge_url: Option<String>,
+    /// The edge worker's `STASIS_SECRET`, to mint an admin token from.
+    #[arg(
+        long,
+        env = "STASIS_EDGE_SECRET",
+        hide_env_values = true,
+        conflicts_with = "edge_token"
+    )]
+    edge_secret: Option<String>,
+    /// An admin token for the edge (instead of `--edge-secret`).
+    #[arg(long, env = "STASIS_EDGE_TOKEN", hide_env_values = true)]
+    edge_token: Option<String>,
+    /// The process group of `wrangler dev` (it runs under `setsid`), whose
+    /// processes' CPU time each edge workload reports.
+    #[arg(long, value_name = "PGID", requires = "edge_url")]
+    edge_pgid: Option<u32>,
+    /// Skip the edge even when `--edge-url` is given.
+    #[arg(long)]
+    no_edge: bool,
 }
 
 fn main() -> ExitCode {
@@ -103,6 +132,7 @@ fn run(args: Args) -> Result<bool> {
         peer_dir: peer::resolve_dir(args.peer_dir.clone()),
         node: args.node.clone(),
         tmp_dir: args.tmp_dir.clone(),
+        edge: edge_target(&args)?,
     };
     if options.url.is_none() && !options.stasis_bin.is_file() {
         bail!(
@@ -114,11 +144,19 @@ fn run(args: Args) -> Result<bool> {
     let results = plan::run(&options)?;
     let rows = rows::rows(&results);
     println!("{}", report::table(&rows));
+    let edge_rows = options.edge.as_ref().map(|_| edge_report::rows(&results));
+    if let Some(edge_rows) = &edge_rows {
+        println!("{}", edge_report::table(edge_rows));
+        println!("{}", edge_report::explanations(edge_rows));
+    }
 
     if let Some(path) = &args.record {
         let info = report::RunInfo {
             machine: machine::Machine::detect(),
             load: (load_before, machine::load_average()),
+            load_before_build: std::env::var("STASIS_BENCH_LOAD_BEFORE_BUILD")
+                .ok()
+                .filter(|load| !load.trim().is_empty()),
             command: command_line(),
             target: match &args.url {
                 Some(url) => format!("stasis at {url} (given by `--url`)"),
@@ -128,26 +166,74 @@ fn run(args: Args) -> Result<bool> {
                 ),
             },
         };
-        report::record(path, &report::section(&info, &rows))?;
+        report::record(path, report::EVENT_LOG, &report::section(&info, &rows))?;
+        if let (Some(edge_rows), Some(edge)) = (&edge_rows, &options.edge) {
+            let edge_info = edge_report::EdgeInfo {
+                host: match &args.url {
+                    Some(url) => format!("stasis at {url} (given by `--url`)"),
+                    None => format!(
+                        "`{} serve --durability fsync` (`--durability os` for its one row), \
+                         spawned by the bench on 127.0.0.1",
+                        args.stasis_bin.display()
+                    ),
+                },
+                edge: format!(
+                    "`wrangler dev --local` at {}{}",
+                    edge.url,
+                    edge.pgid.map(cpu::describe_group).unwrap_or_default()
+                ),
+            };
+            report::record(
+                path,
+                edge_report::EDGE,
+                &edge_report::section(&info, &edge_info, edge_rows),
+            )?;
+        }
         eprintln!("recorded in {}", path.display());
     }
-    Ok(!rows.iter().any(report::Row::failed))
+    let edge_failed = edge_rows.iter().flatten().any(edge_report::EdgeRow::failed);
+    Ok(!rows.iter().any(report::Row::failed) && !edge_failed)
+}
+
+/// The edge to run, from `--edge-url` and its secret or token.
+fn edge_target(args: &Args) -> Result<Option<plan::EdgeTarget>> {
+    let Some(url) = args.edge_url.clone().filter(|_| !args.no_edge) else {
+        return Ok(None);
+    };
+    let token = match (&args.edge_secret, &args.edge_token) {
+        (Some(secret), _) => {
+            if secret.trim().len() < 16 {
+                bail!("--edge-secret must be at least 16 characters, as the worker requires");
+            }
+            server::admin_token(secret.trim())
+        }
+        (None, Some(token)) => token.clone(),
+        (None, None) => bail!("--edge-url needs --edge-secret or --edge-token"),
+    };
+    Ok(Some(plan::EdgeTarget {
+        url,
+        token,
+        pgid: args.edge_pgid,
+    }))
 }
 
 /// The command as typed, as markdown, with the wrapper script named when it set
-/// `STASIS_BENCH_VIA` (and never a token).
+/// `STASIS_BENCH_VIA` (and never a token or secret).
 fn command_line() -> String {
+    const SECRETS: [&str; 3] = ["--token", "--edge-token", "--edge-secret"];
     let mut words: Vec<String> = Vec::new();
     let mut hide_next = false;
     for arg in std::env::args() {
         if hide_next {
-            words.push("<token>".to_owned());
+            words.push("<hidden>".to_owned());
             hide_next = false;
-        } else if arg == "--token" {
+        } else if SECRETS.contains(&arg.as_str()) {
             hide_next = true;
             words.push(arg);
-        } else if arg.starts_with("--token=") {
-            words.push("--token=<token>".to_owned());
+        } else if let Some((flag, _)) = arg.split_once('=')
+            && SECRETS.contains(&flag)
+        {
+            words.push(format!("{flag}=<hidden>"));
         } else {
             words.push(arg);
         }

@@ -1,14 +1,15 @@
 //! The run: which workload goes against what, in which order, within which
-//! bounds. The peer and each baseline run right beside the stasis workload
-//! they are compared with, so that a busy machine skews both alike. A
-//! failing workload is recorded and the run goes on.
+//! bounds. The peer, each baseline and the edge (`wrangler dev`) run right
+//! beside the host workload they are compared with, so that a busy machine
+//! skews both alike. A failing workload is recorded and the run goes on.
 
 use crate::{
-    client::Endpoint,
+    client::{Call, Conn, Endpoint},
+    cpu::{self, CpuUse, Procs},
     logs::Log,
     native,
     peer::PeerServer,
-    results::{Comparison, Measured, Missing, Results},
+    results::{Comparison, Measured, Missing, Results, Side, Work},
     server::{HostConfig, HostDurability, StasisHost, random_hex},
     stats::{Latency, Rate},
     workloads::{Bounds, catchup, latency, sse, startup, throughput},
@@ -16,7 +17,8 @@ use crate::{
 use anyhow::Result;
 use stasis_sqlite::Durability;
 use std::{
-    cell::Cell,
+    cell::{Cell, RefCell},
+    collections::BTreeMap,
     path::{Path, PathBuf},
     sync::Arc,
 };
@@ -53,6 +55,27 @@ pub struct Options {
     pub node: PathBuf,
     /// Where temp folders go (the same filesystem for every party).
     pub tmp_dir: Option<PathBuf>,
+    /// The edge worker under `wrangler dev --local`, if it is to be run.
+    pub edge: Option<EdgeTarget>,
+}
+
+/// A running `wrangler dev --local` serving the edge worker.
+#[derive(Debug, Clone)]
+pub struct EdgeTarget {
+    /// Its base URL (loopback).
+    pub url: String,
+    /// An admin token for it.
+    pub token: String,
+    /// Its process group, to charge CPU time to (optional).
+    pub pgid: Option<u32>,
+}
+
+/// A stasis runtime to run workloads on: where it serves, and which
+/// processes its CPU time is read from.
+struct Server {
+    side: Side,
+    target: Target,
+    procs: Option<Procs>,
 }
 
 /// Bounds for every loop; `--quick` shrinks them.
@@ -76,6 +99,8 @@ pub struct Budget {
     pub single: Bounds,
     /// Peer comparison, 100 items per request.
     pub batches: Bounds,
+    /// `GET /healthz` round trips.
+    pub healthz: Bounds,
 }
 
 impl Budget {
@@ -92,6 +117,7 @@ impl Budget {
                 starts: Bounds::new(2, 10),
                 single: Bounds::new(300, 1),
                 batches: Bounds::new(100, 1),
+                healthz: Bounds::new(2000, 1),
             }
         } else {
             Self {
@@ -104,6 +130,7 @@ impl Budget {
                 starts: Bounds::new(7, 60),
                 single: Bounds::new(3000, 5),
                 batches: Bounds::new(1000, 5),
+                healthz: Bounds::new(20_000, 3),
             }
         }
     }
@@ -117,6 +144,7 @@ struct Ctx {
     town: String,
     native_dir: PathBuf,
     native_runs: Cell<u32>,
+    cpu: RefCell<BTreeMap<(Side, Work), CpuUse>>,
 }
 
 impl Ctx {
@@ -129,6 +157,29 @@ impl Ctx {
     ) -> Measured<T> {
         let endpoint = target.as_ref().map_err(Clone::clone)?;
         step(what, || self.rt.block_on(work(endpoint)))
+    }
+
+    /// Runs `work` on a stasis runtime, recording the CPU time its
+    /// processes and the bench used meanwhile.
+    fn measure<T>(
+        &self,
+        server: &Server,
+        id: Work,
+        what: &str,
+        work: impl AsyncFnOnce(&Arc<Endpoint>) -> Result<T>,
+    ) -> Measured<T> {
+        let endpoint = server.target.as_ref().map_err(Clone::clone)?;
+        let procs = server.procs.as_ref();
+        let before = cpu::Snapshot::take(procs);
+        let result = step(&format!("{}: {what}", server.side.name()), || {
+            self.rt.block_on(work(endpoint))
+        });
+        if result.is_ok() {
+            self.cpu
+                .borrow_mut()
+                .insert((server.side, id), before.usage(procs));
+        }
+        result
     }
 
     /// Runs a native baseline in a folder of its own.
@@ -164,6 +215,7 @@ pub fn run(options: &Options) -> Result<Results> {
         town: format!("bench-{}", random_hex(4)?),
         native_dir: tmp.path().join("native"),
         native_runs: Cell::new(0),
+        cpu: RefCell::new(BTreeMap::new()),
     };
     let mut results = Results::not_run();
 
@@ -189,17 +241,24 @@ pub fn run(options: &Options) -> Result<Results> {
         .map(|p| Arc::clone(p.endpoint()))
         .map_err(Clone::clone);
 
+    let edge = edge_server(&ctx, options.edge.as_ref());
+
     match &options.url {
         Some((url, token)) => {
-            let stasis: Target = Ok(Endpoint::new(url, token.as_deref())?);
-            main_workloads(&ctx, &stasis, &peer, &mut results);
+            let stasis = Server {
+                side: Side::Host,
+                target: Ok(Endpoint::new(url, token.as_deref())?),
+                procs: None,
+            };
+            main_workloads(&ctx, &stasis, &edge, &peer, &mut results);
             let why = Missing::Skipped("needs a spawned host".to_owned());
             results.starts = Err(why.clone());
             results.latency_os = Err(why.clone());
             results.native_commit_os = Err(why);
         }
-        None => spawned(&ctx, options, tmp.path(), &peer, &mut results)?,
+        None => spawned(&ctx, options, tmp.path(), &edge, &peer, &mut results)?,
     }
+    results.cpu = ctx.cpu.take();
 
     if let Ok(peer) = peer_server
         && let Err(error) = peer.stop()
@@ -215,6 +274,7 @@ fn spawned(
     ctx: &Ctx,
     options: &Options,
     tmp: &Path,
+    edge: &Server,
     peer: &Target,
     results: &mut Results,
 ) -> Result<()> {
@@ -233,16 +293,20 @@ fn spawned(
 
     let fsync = config("stasis-fsync", HostDurability::Fsync)?;
     let host = start_host(ctx, &fsync);
-    let stasis: Target = host
-        .as_ref()
-        .map(|h| Arc::clone(h.endpoint()))
-        .map_err(Clone::clone);
-    main_workloads(ctx, &stasis, peer, results);
+    let stasis = Server {
+        side: Side::Host,
+        target: host
+            .as_ref()
+            .map(|h| Arc::clone(h.endpoint()))
+            .map_err(Clone::clone),
+        procs: host.as_ref().ok().and_then(StasisHost::pid).map(Procs::Pid),
+    };
+    main_workloads(ctx, &stasis, edge, peer, results);
     stop_host(host);
 
     // Restarts reuse the data folder the main workloads filled.
     let probe = ctx.agent("latency");
-    results.starts = stasis.and_then(|_| {
+    results.starts = stasis.target.and_then(|_| {
         step("stasis: host starts (warm cache)", || {
             ctx.rt
                 .block_on(startup::starts(&fsync, &probe, ctx.budget.starts))
@@ -267,6 +331,48 @@ fn spawned(
     Ok(())
 }
 
+/// The edge as a [`Server`]: checked to answer `/healthz` and to accept
+/// the token before any workload runs, so that a missing dev server fails
+/// once, plainly.
+fn edge_server(ctx: &Ctx, edge: Option<&EdgeTarget>) -> Server {
+    let Some(edge) = edge else {
+        return Server {
+            side: Side::Edge,
+            target: Err(Missing::Skipped("no --edge-url".to_owned())),
+            procs: None,
+        };
+    };
+    let target = Endpoint::new(&edge.url, Some(&edge.token))
+        .and_then(|endpoint| {
+            ctx.rt.block_on(check_edge(&endpoint, &ctx.town))?;
+            Ok(endpoint)
+        })
+        .map_err(|error| Missing::Failed(format!("the edge at {}: {error:#}", edge.url)));
+    let procs = match (&target, edge.pgid) {
+        (Ok(endpoint), Some(pgid)) => Some(Procs::Group {
+            pgid,
+            port: endpoint.port(),
+        }),
+        _ => None,
+    };
+    Server {
+        side: Side::Edge,
+        target,
+        procs,
+    }
+}
+
+async fn check_edge(endpoint: &Arc<Endpoint>, town: &str) -> Result<()> {
+    let mut conn = Conn::open(endpoint).await?;
+    conn.expect_ok(&Call::get("/healthz")).await?;
+    // A read of an agent with no events: 2xx only with a token it accepts.
+    let probe = Log::stasis(town, "edge-probe").read_from_start(1);
+    conn.expect_ok(&probe)
+        .await
+        .map(drop)
+        .map_err(|error| error.context("is --edge-secret the worker's STASIS_SECRET?"))
+}
+
 fn start_host(ctx: &Ctx, config: &HostConfig) -> Result<StasisHost, Missing> {
     eprintln!(
         "starting {} serve --durability {}",
@@ -287,8 +393,8 @@ fn stop_host(host: Result<StasisHost, Missing>) {
 }
 
 /// Every workload that needs only a base URL and a token, each beside its
-/// baseline or peer figure.
-fn main_workloads(ctx: &Ctx, stasis: &Target, peer: &Target, r: &mut Results) {
+/// baseline or peer figure, then on the edge.
+fn main_workloads(ctx: &Ctx, host: &Server, edge: &Server, peer: &Target, r: &mut Results) {
     let budget = ctx.budget;
     let agents = |prefix: &str, count: usize| -> Vec<Log> {
         (0..count)
@@ -306,9 +412,13 @@ fn main_workloads(ctx: &Ctx, stasis: &Target, peer: &Target, r: &mut Results) {
             budget.native_throughput,
         )
     });
-    r.batches_16_agents = ctx.on(stasis, "stasis: 100-event batches, 16 agents", async |ep| {
+    let batches_16 = async |ep: &Arc<Endpoint>| {
         throughput::appends(ep, &agents("tput", CONNS), BATCH, SMALL, budget.throughput).await
-    });
+    };
+    let what = "100-event batches, 16 agents";
+    r.batches_16_agents = ctx.measure(host, Work::Batches16, what, batches_16);
+    r.edge.batches_16_agents = ctx.measure(edge, Work::Batches16, what, batches_16);
+
     r.native_inserts_1 = ctx.native("native: 100-row transactions, 1 file", |dir| {
         native::batched_inserts(
             dir,
@@ -319,10 +429,13 @@ fn main_workloads(ctx: &Ctx, stasis: &Target, peer: &Target, r: &mut Results) {
             budget.native_throughput,
         )
     });
-    r.batches_1_agent = ctx.on(stasis, "stasis: 100-event batches, 1 agent", async |ep| {
+    let batches_1 = async |ep: &Arc<Endpoint>| {
         let shared = vec![ctx.agent("tput-shared"); CONNS];
         throughput::appends(ep, &shared, BATCH, SMALL, budget.throughput).await
-    });
+    };
+    let what = "100-event batches, 1 agent";
+    r.batches_1_agent = ctx.measure(host, Work::Batches1, what, batches_1);
+    r.edge.batches_1_agent = ctx.measure(edge, Work::Batches1, what, batches_1);
 
     r.native_fdatasync = ctx.native("native: write + fdatasync", |dir| {
         native::write_fdatasync(dir, SMALL, budget.native_latency)
@@ -330,51 +443,89 @@ fn main_workloads(ctx: &Ctx, stasis: &Target, peer: &Target, r: &mut Results) {
     r.native_commit_fsync = ctx.native("native: one-row commits, synchronous=FULL", |dir| {
         native::single_row_commits(dir, SMALL, Durability::Fsync, budget.native_latency)
     });
-    r.latency_fsync = ctx.on(
-        stasis,
-        "stasis: single appends, --durability fsync",
-        async |ep| latency::appends(ep, &ctx.agent("latency"), SMALL, budget.latency).await,
+    let singles = async |ep: &Arc<Endpoint>| {
+        latency::appends(ep, &ctx.agent("latency"), SMALL, budget.latency).await
+    };
+    r.latency_fsync = ctx.measure(
+        host,
+        Work::Latency,
+        "single appends, --durability fsync",
+        singles,
     );
+    r.edge.latency = ctx.measure(edge, Work::Latency, "single appends", singles);
 
-    for (size, label) in [(SMALL, "100 B"), (LARGE, "1000 B")] {
+    for (size, label, id) in [
+        (SMALL, "100 B", Work::ReadSmall),
+        (LARGE, "1000 B", Work::ReadLarge),
+    ] {
         let name = format!("catchup-{size}");
-        let read = async |ep: &Arc<Endpoint>, log: Log| -> Result<Latency> {
+        // Filling is not timed nor charged: only the reads are.
+        let read = |server: &Server| -> Measured<Latency> {
+            let log = ctx.agent(&name);
+            let fill = format!(
+                "{}: fill for the catch-up read, {label}",
+                server.side.name()
+            );
+            ctx.on(&server.target, &fill, async |ep| {
+                catchup::fill(ep, &log, CATCH_UP, size).await
+            })?;
+            ctx.measure(server, id, &format!("catch-up read, {label}"), async |ep| {
+                catchup::reads(ep, &log, CATCH_UP, budget.reads).await
+            })
+        };
+        let ours = read(host);
+        let theirs = ctx.on(peer, &format!("peer: catch-up read, {label}"), async |ep| {
+            let log = Log::peer(&name);
             catchup::fill(ep, &log, CATCH_UP, size).await?;
             catchup::reads(ep, &log, CATCH_UP, budget.reads).await
-        };
-        let ours = ctx.on(
-            stasis,
-            &format!("stasis: catch-up read, {label}"),
-            async |ep| read(ep, ctx.agent(&name)).await,
-        );
-        let theirs = ctx.on(peer, &format!("peer: catch-up read, {label}"), async |ep| {
-            read(ep, Log::peer(&name)).await
         });
+        let edge_read = read(edge);
         if size == SMALL {
-            (r.read_small, r.peer_read_small) = (ours, theirs);
+            (r.read_small, r.peer_read_small, r.edge.read_small) = (ours, theirs, edge_read);
         } else {
-            (r.read_large, r.peer_read_large) = (ours, theirs);
+            (r.read_large, r.peer_read_large, r.edge.read_large) = (ours, theirs, edge_read);
         }
     }
 
-    r.sse = ctx.on(stasis, "stasis: SSE append-to-delivery", async |ep| {
-        sse::delivery(ep, &ctx.agent("sse"), SMALL, budget.sse).await
-    });
+    let deliveries =
+        async |ep: &Arc<Endpoint>| sse::delivery(ep, &ctx.agent("sse"), SMALL, budget.sse).await;
+    r.sse = ctx.measure(host, Work::Sse, "SSE append-to-delivery", deliveries);
     r.peer_sse = ctx.on(peer, "peer: SSE append-to-delivery", async |ep| {
         sse::delivery(ep, &Log::peer("sse"), SMALL, budget.sse).await
     });
+    r.edge.sse = ctx.measure(edge, Work::Sse, "SSE append-to-delivery", deliveries);
 
-    (r.comparison, r.peer_comparison) = comparison(ctx, stasis, peer);
+    (r.comparison, r.peer_comparison, r.edge.comparison) = comparison(ctx, host, edge, peer);
+
+    let healthz = async |ep: &Arc<Endpoint>| {
+        latency::requests(ep, &Call::get("/healthz"), budget.healthz).await
+    };
+    r.host_healthz = ctx.measure(host, Work::Healthz, "GET /healthz", healthz);
+    r.edge.healthz = ctx.measure(edge, Work::Healthz, "GET /healthz", healthz);
 }
 
-/// The four comparison workloads, each on stasis then on the peer.
-fn comparison(ctx: &Ctx, stasis: &Target, peer: &Target) -> (Comparison, Comparison) {
+/// The four comparison workloads, each on the host, the peer, then the
+/// edge.
+fn comparison(
+    ctx: &Ctx,
+    host: &Server,
+    edge: &Server,
+    peer: &Target,
+) -> (Comparison, Comparison, Comparison) {
     let budget = ctx.budget;
-    let shapes: [(&str, &str, usize, usize, Bounds); 4] = [
-        ("single-c1", "1 per request, 1 conn", 1, 1, budget.single),
+    let shapes: [(&str, &str, Work, usize, usize, Bounds); 4] = [
+        (
+            "single-c1",
+            "1 per request, 1 conn",
+            Work::SingleC1,
+            1,
+            1,
+            budget.single,
+        ),
         (
             "single-c16",
             "1 per request, 16 conns",
+            Work::SingleC16,
             CONNS,
             1,
             budget.single,
@@ -382,6 +533,7 @@ fn comparison(ctx: &Ctx, stasis: &Target, peer: &Target) -> (Comparison, Compari
         (
             "batch-c1",
             "100 per request, 1 conn",
+            Work::BatchC1,
             1,
             BATCH,
             budget.batches,
@@ -389,6 +541,7 @@ fn comparison(ctx: &Ctx, stasis: &Target, peer: &Target) -> (Comparison, Compari
         (
             "batch-c16",
             "100 per request, 16 conns",
+            Work::BatchC16,
             CONNS,
             BATCH,
             budget.batches,
@@ -396,22 +549,28 @@ fn comparison(ctx: &Ctx, stasis: &Target, peer: &Target) -> (Comparison, Compari
     ];
     let mut ours: Vec<Measured<Rate>> = Vec::new();
     let mut theirs: Vec<Measured<Rate>> = Vec::new();
-    for (name, what, conns, batch, bounds) in shapes {
+    let mut edges: Vec<Measured<Rate>> = Vec::new();
+    for (name, what, id, conns, batch, bounds) in shapes {
         let names = (0..conns)
             .map(|k| format!("{name}-{k}"))
             .collect::<Vec<_>>();
-        ours.push(
-            ctx.on(stasis, &format!("stasis: 1000 B, {what}"), async |ep| {
-                let logs: Vec<Log> = names.iter().map(|n| ctx.agent(n)).collect();
-                throughput::appends(ep, &logs, batch, LARGE, bounds).await
-            }),
-        );
-        theirs.push(ctx.on(peer, &format!("peer: 1000 B, {what}"), async |ep| {
+        let appends = async |ep: &Arc<Endpoint>| {
+            let logs: Vec<Log> = names.iter().map(|n| ctx.agent(n)).collect();
+            throughput::appends(ep, &logs, batch, LARGE, bounds).await
+        };
+        let what = format!("1000 B, {what}");
+        ours.push(ctx.measure(host, id, &what, appends));
+        theirs.push(ctx.on(peer, &format!("peer: {what}"), async |ep| {
             let logs: Vec<Log> = names.iter().map(|n| Log::peer(n)).collect();
             throughput::appends(ep, &logs, batch, LARGE, bounds).await
         }));
+        edges.push(ctx.measure(edge, id, &what, appends));
     }
-    (into_comparison(ours), into_comparison(theirs))
+    (
+        into_comparison(ours),
+        into_comparison(theirs),
+        into_comparison(edges),
+    )
 }
 
 fn into_comparison(mut figures: Vec<Measured<Rate>>) -> Comparison {

@@ -26,6 +26,11 @@ impl Spawned {
         }
     }
 
+    /// The child's process id, while it has not been stopped.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The child's exit status if it has already exited.
     pub fn exited(&mut self) -> Option<ExitStatus> {
         self.child.as_mut()?.try_wait().ok().flatten()

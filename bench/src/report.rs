@@ -8,9 +8,22 @@ use crate::{
 use anyhow::{Context, Result};
 use std::{fmt::Write as _, path::Path, time::Duration};
 
-/// Where this benchmark's section starts and ends in BENCHMARKS.md.
-const START_MARK: &str = "<!-- bench:event-log:start -->";
-const END_MARK: &str = "<!-- bench:event-log:end -->";
+/// Where a section starts and ends in BENCHMARKS.md.
+#[derive(Debug, Clone, Copy)]
+pub struct Marks {
+    /// The line opening the section.
+    pub start: &'static str,
+    /// The line closing it.
+    pub end: &'static str,
+}
+
+/// The event-log section (this module's table).
+pub const EVENT_LOG: Marks = Marks {
+    start: "<!-- bench:event-log:start -->",
+    end: "<!-- bench:event-log:end -->",
+};
+const START_MARK: &str = EVENT_LOG.start;
+const END_MARK: &str = EVENT_LOG.end;
 
 /// A measured figure, or why there is none.
 #[derive(Debug, Clone)]
@@ -50,11 +63,13 @@ impl Figure {
         }
     }
 
-    fn is_failure(&self) -> bool {
+    /// True when the workload ran and failed.
+    pub fn is_failure(&self) -> bool {
         matches!(self, Figure::Failed(_))
     }
 
-    fn cell(&self) -> String {
+    /// The figure as a table cell.
+    pub fn cell(&self) -> String {
         match self {
             Figure::Rate(rate, unit) => format!("{} {unit}", thousands(rate.per_sec())),
             Figure::Latency(l) => format!(
@@ -200,6 +215,9 @@ const NOTES: &str = "\
 - Every append workload starts on fresh logs. stasis keeps the newest 10,000 events per agent by
   default; a row marked \"retention active\" pushed its agents past that, so most of its appends
   also deleted the oldest events (the peer keeps everything).
+- A catch-up read follows `has_more` pages to the end of the log, as a client would: a page ends at
+  10,000 events or once its events' data passes the server's page byte limit (8 MiB in
+  docs/http-api.md), so 10,000 events of 1000 B are two requests.
 - Host start: spawn of `stasis serve` to the first 200 of a read of an existing agent's events,
   after a first start that warmed the compiled-component cache.
 ";
@@ -215,6 +233,23 @@ pub struct RunInfo {
     pub target: String,
     /// Load averages before and after the run.
     pub load: (String, String),
+    /// The load average before the wrapper script built anything
+    /// (`STASIS_BENCH_LOAD_BEFORE_BUILD`, set by `scripts/bench`).
+    pub load_before_build: Option<String>,
+}
+
+impl RunInfo {
+    /// The section's load-average line, without its leading `- `.
+    pub fn load_line(&self) -> String {
+        let (before, after) = &self.load;
+        match &self.load_before_build {
+            Some(build) => format!(
+                "Load average (1/5/15 min): {build} before scripts/bench built anything, {before} \
+                 when the workloads started (after the builds), {after} after"
+            ),
+            None => format!("Load average (1/5/15 min): {before} before the run, {after} after"),
+        }
+    }
 }
 
 /// The BENCHMARKS.md section for `rows`.
@@ -223,7 +258,7 @@ pub fn section(info: &RunInfo, rows: &[Row]) -> String {
     format!(
         "{START_MARK}\n## Event log: stasis against native baselines and Durable Streams\n\n\
          - Machine: {} ({} cores), {} memory, Linux {}\n\
-         - Load average (1/5/15 min): {} before the run, {} after\n\
+         - {}\n\
          - Date: {} (UTC)\n\
          - stasis commit: {}\n\
          - Command: {}\n\
@@ -233,8 +268,7 @@ pub fn section(info: &RunInfo, rows: &[Row]) -> String {
         m.cores,
         m.memory,
         m.kernel,
-        info.load.0,
-        info.load.1,
+        info.load_line(),
         m.date,
         m.commit,
         info.command,
@@ -243,9 +277,9 @@ pub fn section(info: &RunInfo, rows: &[Row]) -> String {
     )
 }
 
-/// Writes `section` into `path`, replacing this benchmark's previous section
-/// and keeping everything else in the file.
-pub fn record(path: &Path, section: &str) -> Result<()> {
+/// Writes `section` into `path`, replacing the previous section between
+/// `marks` and keeping everything else in the file.
+pub fn record(path: &Path, marks: Marks, section: &str) -> Result<()> {
     let existing = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -254,17 +288,17 @@ pub fn record(path: &Path, section: &str) -> Result<()> {
         }
         Err(error) => return Err(error).context(format!("reading {}", path.display())),
     };
-    let updated = splice(&existing, section);
+    let updated = splice(&existing, marks, section);
     std::fs::write(path, updated).with_context(|| format!("writing {}", path.display()))
 }
 
-/// `text` with the marked section replaced by `section`, or `section`
-/// appended when there is none.
-fn splice(text: &str, section: &str) -> String {
-    if let Some(start) = text.find(START_MARK)
-        && let Some(end_at) = text[start..].find(END_MARK)
+/// `text` with the section between `marks` replaced by `section`, or
+/// `section` appended when there is none.
+fn splice(text: &str, marks: Marks, section: &str) -> String {
+    if let Some(start) = text.find(marks.start)
+        && let Some(end_at) = text[start..].find(marks.end)
     {
-        let mut end = start + end_at + END_MARK.len();
+        let mut end = start + end_at + marks.end.len();
         if text[end..].starts_with('\n') {
             end += 1;
         }
@@ -280,7 +314,8 @@ fn splice(text: &str, section: &str) -> String {
     format!("{text}{separator}{section}")
 }
 
-fn thousands(value: f64) -> String {
+/// `12.3k` above ten thousand, whole numbers below.
+pub fn thousands(value: f64) -> String {
     if value >= 10_000.0 {
         format!("{:.1}k", value / 1000.0)
     } else {
@@ -288,7 +323,8 @@ fn thousands(value: f64) -> String {
     }
 }
 
-fn millis(d: Duration) -> String {
+/// Milliseconds with two decimals below 10 ms, one above.
+pub fn millis(d: Duration) -> String {
     let ms = d.as_secs_f64() * 1000.0;
     if ms < 10.0 {
         format!("{ms:.2} ms")
@@ -297,7 +333,8 @@ fn millis(d: Duration) -> String {
     }
 }
 
-fn one_line(text: &str) -> String {
+/// `text` on one line, without table pipes, at most 160 characters.
+pub fn one_line(text: &str) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let flat = flat.replace('|', "/");
     if flat.chars().count() > 160 {
@@ -314,7 +351,7 @@ mod tests {
     #[test]
     fn a_recorded_section_replaces_only_its_own_part() {
         let old = format!("# B\n\nintro\n\n{START_MARK}\nold\n{END_MARK}\n\n## other\nkeep\n");
-        let new = splice(&old, &format!("{START_MARK}\nnew\n{END_MARK}\n"));
+        let new = splice(&old, EVENT_LOG, &format!("{START_MARK}\nnew\n{END_MARK}\n"));
         assert_eq!(
             new,
             format!("# B\n\nintro\n\n{START_MARK}\nnew\n{END_MARK}\n\n## other\nkeep\n")
@@ -323,8 +360,32 @@ mod tests {
 
     #[test]
     fn a_file_without_the_section_gets_it_appended() {
-        let new = splice("# B\nintro\n", "S\n");
+        let new = splice("# B\nintro\n", EVENT_LOG, "S\n");
         assert_eq!(new, "# B\nintro\n\nS\n");
+    }
+
+    #[test]
+    fn sections_with_other_marks_are_left_alone() {
+        const OTHER: Marks = Marks {
+            start: "<!-- o:start -->",
+            end: "<!-- o:end -->",
+        };
+        let old = format!(
+            "{START_MARK}\nlog\n{END_MARK}\n\n{}\nold\n{}\n",
+            OTHER.start, OTHER.end
+        );
+        let new = splice(
+            &old,
+            OTHER,
+            &format!("{}\nnew\n{}\n", OTHER.start, OTHER.end),
+        );
+        assert_eq!(
+            new,
+            format!(
+                "{START_MARK}\nlog\n{END_MARK}\n\n{}\nnew\n{}\n",
+                OTHER.start, OTHER.end
+            )
+        );
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! What a run measured: every figure, or why it is missing.
 
 use crate::{
+    cpu::CpuUse,
     stats::{Latency, Rate},
     workloads::startup::Starts,
 };
+use std::collections::BTreeMap;
 
 /// Why a figure is missing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +41,91 @@ impl Comparison {
             single_c16: Err(why.clone()),
             batch_c1: Err(why.clone()),
             batch_c16: Err(why.clone()),
+        }
+    }
+}
+
+/// Which stasis runtime a figure is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Side {
+    /// The local host (`stasis serve`), spawned or given by `--url`.
+    Host,
+    /// The edge worker under `wrangler dev --local` (`--edge-url`).
+    Edge,
+}
+
+impl Side {
+    /// How progress lines name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Host => "stasis",
+            Side::Edge => "edge",
+        }
+    }
+}
+
+/// The workloads run on both runtimes, for the edge table and its CPU
+/// accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Work {
+    /// 100-event batches, 16 connections, 16 agents.
+    Batches16,
+    /// 100-event batches, 16 connections, 1 agent.
+    Batches1,
+    /// Single appends at concurrency 1.
+    Latency,
+    /// Catch-up read of 10,000 small events.
+    ReadSmall,
+    /// Catch-up read of 10,000 large events.
+    ReadLarge,
+    /// SSE append-to-delivery.
+    Sse,
+    /// 1000 B messages, 1 per request, 1 connection.
+    SingleC1,
+    /// 1000 B messages, 1 per request, 16 connections.
+    SingleC16,
+    /// 1000 B messages, 100 per request, 1 connection.
+    BatchC1,
+    /// 1000 B messages, 100 per request, 16 connections.
+    BatchC16,
+    /// `GET /healthz` at concurrency 1: the request path alone.
+    Healthz,
+}
+
+/// The edge's figures: the workloads of the event-log table that apply to
+/// `wrangler dev`, plus the request-path probe.
+#[derive(Debug, Clone)]
+pub struct EdgeFigures {
+    /// 100-event batches, 16 connections, 16 agents.
+    pub batches_16_agents: Measured<Rate>,
+    /// 100-event batches, 16 connections, 1 agent.
+    pub batches_1_agent: Measured<Rate>,
+    /// Single appends at concurrency 1.
+    pub latency: Measured<Latency>,
+    /// Catch-up of 10,000 small events.
+    pub read_small: Measured<Latency>,
+    /// Catch-up of 10,000 large events.
+    pub read_large: Measured<Latency>,
+    /// SSE append-to-delivery.
+    pub sse: Measured<Latency>,
+    /// `GET /healthz` at concurrency 1.
+    pub healthz: Measured<Latency>,
+    /// The 1000 B message workloads.
+    pub comparison: Comparison,
+}
+
+impl EdgeFigures {
+    /// Every figure missing for the same reason.
+    pub fn missing(why: &Missing) -> Self {
+        Self {
+            batches_16_agents: Err(why.clone()),
+            batches_1_agent: Err(why.clone()),
+            latency: Err(why.clone()),
+            read_small: Err(why.clone()),
+            read_large: Err(why.clone()),
+            sse: Err(why.clone()),
+            healthz: Err(why.clone()),
+            comparison: Comparison::missing(why),
         }
     }
 }
@@ -83,6 +170,12 @@ pub struct Results {
     pub comparison: Comparison,
     /// peer: the peer comparison.
     pub peer_comparison: Comparison,
+    /// stasis: `GET /healthz` at concurrency 1 (for the edge table).
+    pub host_healthz: Measured<Latency>,
+    /// The edge's figures (all skipped without `--edge-url`).
+    pub edge: EdgeFigures,
+    /// CPU time per process during each workload run on both runtimes.
+    pub cpu: BTreeMap<(Side, Work), CpuUse>,
 }
 
 impl Results {
@@ -110,6 +203,9 @@ impl Results {
             starts: e(),
             comparison: Comparison::missing(&Missing::Skipped("not run".to_owned())),
             peer_comparison: Comparison::missing(&Missing::Skipped("not run".to_owned())),
+            host_healthz: e(),
+            edge: EdgeFigures::missing(&Missing::Skipped("not run".to_owned())),
+            cpu: BTreeMap::new(),
         }
     }
 }

@@ -103,6 +103,11 @@ impl StasisHost {
         &self.endpoint
     }
 
+    /// The process id, for CPU accounting.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid()
+    }
+
     /// Polls `GET /healthz` until it answers 200, failing if the process
     /// exits or the start timeout passes.
     pub async fn wait_healthy(&mut self) -> Result<()> {

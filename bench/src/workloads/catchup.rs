@@ -2,7 +2,7 @@
 
 use super::Bounds;
 use crate::{
-    client::{Conn, Endpoint},
+    client::{Call, Conn, Endpoint},
     logs::{Log, payloads},
     stats::Latency,
 };
@@ -31,8 +31,17 @@ pub async fn fill(
     Ok(())
 }
 
+/// Pages one catch-up may take before the run fails.
+const MAX_PAGES: usize = 100;
+
 /// Latency of reading `log` (holding exactly `expected` items) from its
-/// start; the first read is checked to return every item and not counted.
+/// start to its end, following pages as a client would.
+///
+/// The first catch-up parses every page, checks that the pages together hold
+/// every item and notes their cursors; it is not counted. The timed ones
+/// request the same pages in turn (the log does not change), each after the
+/// previous one has fully arrived, and check each body has the same length
+/// as the first time, so that JSON parsing in the client is not timed.
 pub async fn reads(
     endpoint: &Arc<Endpoint>,
     log: &Log,
@@ -40,25 +49,44 @@ pub async fn reads(
     bounds: Bounds,
 ) -> Result<Latency> {
     let mut conn = Conn::open(endpoint).await?;
-    let call = log.read_from_start(expected);
-    let first = conn.expect_ok(&call).await?;
-    let got = log.count_read(&first)?;
+    let mut pages: Vec<(Call, usize)> = Vec::new();
+    let mut after = 0;
+    let mut got = 0;
+    loop {
+        if pages.len() >= MAX_PAGES {
+            bail!("a catch-up took more than {MAX_PAGES} pages");
+        }
+        let call = log.read_after(after, expected);
+        let body = conn.expect_ok(&call).await?;
+        let page = log.page(&body)?;
+        got += page.items;
+        pages.push((call, body.len()));
+        match page.next {
+            Some(next) if next > after => after = next,
+            Some(next) => bail!("a page with more to come did not move the cursor ({next})"),
+            None => break,
+        }
+    }
     if got != expected {
         bail!("a read from the start returned {got} items, expected {expected}");
+    }
+    if pages.len() > 1 {
+        eprintln!("    (a catch-up is {} pages)", pages.len());
     }
     let deadline = Instant::now() + bounds.time;
     let mut samples = Vec::new();
     while (samples.len() as u64) < bounds.count && Instant::now() < deadline {
         let start = Instant::now();
-        let body = conn.expect_ok(&call).await?;
-        samples.push(start.elapsed());
-        if body.len() != first.len() {
-            bail!(
-                "reads of the same log returned {} then {} bytes",
-                first.len(),
-                body.len()
-            );
+        for (call, length) in &pages {
+            let body = conn.expect_ok(call).await?;
+            if body.len() != *length {
+                bail!(
+                    "reads of the same page returned {length} then {} bytes",
+                    body.len()
+                );
+            }
         }
+        samples.push(start.elapsed());
     }
     Latency::of(samples).context("no read finished")
 }

@@ -19,7 +19,7 @@ use std::{
 use tokio::sync::mpsc;
 
 /// Deliveries not counted before the measured ones.
-const WARM_UP: u64 = 5;
+pub const WARM_UP: u64 = 5;
 /// How long a frame may take before the run fails.
 const FRAME_TIMEOUT: Duration = Duration::from_secs(10);
 
