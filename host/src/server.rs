@@ -7,7 +7,7 @@ use futures::StreamExt;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::BoxBody};
 use hyper::{body::Frame, body::Incoming, service::service_fn};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use stasis_api::{Api, ApiError, Reply};
 use std::{convert::Infallible, sync::Arc, time::Duration};
 use tokio::net::TcpListener;
@@ -150,10 +150,4 @@ async fn respond(
 
 fn full(response: Response<Bytes>) -> Response<Body> {
     response.map(|bytes| BodyExt::boxed(Full::new(bytes)))
-}
-
-/// The executor hyper would use for HTTP/2; kept for when h2c is enabled.
-#[allow(dead_code, reason = "HTTP/1.1 only for now")]
-fn executor() -> TokioExecutor {
-    TokioExecutor::new()
 }
