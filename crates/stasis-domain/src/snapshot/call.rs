@@ -1,0 +1,183 @@
+//! The calls the agent object answers for snapshots, as data (the edge
+//! sends them to the agent's Durable Object as JSON).
+
+use super::{Precondition, SnapshotMeta, rules, wire_bytes};
+use crate::{DomainError, agent::ObjectEnv, sql::SqlStore};
+use serde::{Deserialize, Serialize};
+
+/// One snapshot operation on the agent object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum SnapshotCall {
+    /// Checks `If-Match` early and hands out the next version.
+    Reserve {
+        /// Bytes.
+        size: u64,
+        /// `If-Match`.
+        precondition: Option<Precondition>,
+        /// Bodies up to this size are stored inline.
+        inline_limit: u64,
+        /// Where this agent's KV keys start.
+        key_prefix: String,
+    },
+    /// Switches the metadata to the reserved version, re-checking `If-Match`.
+    Commit {
+        /// From [`SnapshotCall::Reserve`].
+        version: u64,
+        /// Hex sha256.
+        sha256: String,
+        /// Bytes.
+        size: u64,
+        /// `If-Match`, checked again at the switch.
+        precondition: Option<Precondition>,
+        /// `X-Stasis-Event-Seq`.
+        event_watermark: Option<u64>,
+        /// The bytes of an inline snapshot.
+        #[serde(with = "wire_bytes", default)]
+        inline: Option<Vec<u8>>,
+        /// The key of a KV snapshot.
+        kv_key: Option<String>,
+    },
+    /// Gives a reservation up.
+    Abandon {
+        /// From [`SnapshotCall::Reserve`].
+        version: u64,
+    },
+    /// The current snapshot; its inline bytes when `with_bytes`.
+    Locate {
+        /// Read the inline bytes too.
+        with_bytes: bool,
+    },
+    /// Drops the current snapshot.
+    Remove,
+    /// The KV keys a sweep must keep.
+    KeysInUse,
+    /// Removes every snapshot row (the agent is destroyed or replaced).
+    Wipe,
+}
+
+/// The answer to a [`SnapshotCall`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum SnapshotReply {
+    /// A version to write.
+    Reserved(Reserved),
+    /// The new metadata.
+    Committed(Committed),
+    /// Nothing to say.
+    Done,
+    /// The current snapshot, if any.
+    Located(Option<Located>),
+    /// The removed snapshot's KV key, if it had one.
+    Removed(Option<String>),
+    /// Keys in use.
+    Keys(Vec<String>),
+}
+
+/// A reserved version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reserved {
+    /// The version.
+    pub version: u64,
+    /// Where to write the bytes first; `None` for an inline snapshot.
+    pub kv_key: Option<String>,
+}
+
+/// A finished switch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Committed {
+    /// The new current snapshot.
+    pub meta: SnapshotMeta,
+    /// The KV key it replaced, to delete now.
+    pub superseded_key: Option<String>,
+}
+
+/// The current snapshot and where its bytes are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Located {
+    /// Its metadata.
+    pub meta: SnapshotMeta,
+    /// Inline bytes, when asked for.
+    #[serde(with = "wire_bytes", default)]
+    pub inline: Option<Vec<u8>>,
+    /// Its KV key.
+    pub kv_key: Option<String>,
+}
+
+/// Runs one call on the agent's store, inside the caller's transaction.
+pub fn execute(
+    store: &impl SqlStore,
+    call: &SnapshotCall,
+    env: &ObjectEnv,
+) -> Result<SnapshotReply, DomainError> {
+    Ok(match call {
+        SnapshotCall::Reserve {
+            size,
+            precondition,
+            inline_limit,
+            key_prefix,
+        } => {
+            rules::check_precondition(store, precondition.as_ref())?;
+            let (version, kv_key) =
+                rules::reserve(store, *size, *inline_limit, key_prefix, env.now_ms)?;
+            SnapshotReply::Reserved(Reserved { version, kv_key })
+        }
+        SnapshotCall::Commit {
+            version,
+            sha256,
+            size,
+            precondition,
+            event_watermark,
+            inline,
+            kv_key,
+        } => {
+            rules::check_precondition(store, precondition.as_ref())?;
+            let (meta, superseded_key) = rules::switch(
+                store,
+                &rules::Switch {
+                    version: *version,
+                    sha256,
+                    size: *size,
+                    event_watermark: *event_watermark,
+                    inline: inline.as_deref(),
+                    kv_key: kv_key.as_deref(),
+                    now_ms: env.now_ms,
+                },
+            )?;
+            SnapshotReply::Committed(Committed {
+                meta,
+                superseded_key,
+            })
+        }
+        SnapshotCall::Abandon { version } => {
+            rules::release(store, *version)?;
+            SnapshotReply::Done
+        }
+        SnapshotCall::Locate { with_bytes } => {
+            let located = match rules::current(store)? {
+                None => None,
+                Some((meta, kv_key)) => {
+                    let inline = if *with_bytes && kv_key.is_none() {
+                        rules::inline_bytes(store)?
+                    } else {
+                        None
+                    };
+                    Some(Located {
+                        meta,
+                        inline,
+                        kv_key,
+                    })
+                }
+            };
+            SnapshotReply::Located(located)
+        }
+        SnapshotCall::Remove => SnapshotReply::Removed(rules::remove(store)?),
+        SnapshotCall::KeysInUse => SnapshotReply::Keys(rules::keys_in_use(store, env.now_ms)?),
+        SnapshotCall::Wipe => SnapshotReply::Keys(rules::wipe(store)?),
+    })
+}
+
+/// True when the call may change the object.
+pub fn is_write(call: &SnapshotCall) -> bool {
+    !matches!(call, SnapshotCall::Locate { .. })
+}

@@ -1,0 +1,129 @@
+//! The agent's kilo.db snapshot.
+//!
+//! Small snapshots (up to the inline limit) live in the agent object's SQL;
+//! larger ones in a KV store, under one immutable key per version. The
+//! metadata row in the agent object names the current version; a write goes
+//! KV key first, then one switch of the metadata row (re-checking
+//! `If-Match` there, since other calls may run while KV is written), then
+//! the superseded key is deleted. A reader therefore sees the old snapshot
+//! or the new one, never a mix, and every byte handed out is checked against
+//! the recorded sha256.
+//!
+//! - [`execute`] runs the object's side ([`SnapshotCall`]) over its SQL.
+//! - [`saga`] drives a whole put/get/delete/sweep over two async ports: the
+//!   agent's object ([`saga::SnapshotObject`]) and the KV store
+//!   ([`saga::BlobStore`]). The host's snapshot component runs it over its
+//!   imports; the edge worker over Durable Object calls and Workers KV.
+
+mod call;
+mod digest;
+mod rules;
+pub mod saga;
+mod schema;
+mod wire_bytes;
+
+pub use call::{Committed, Located, Reserved, SnapshotCall, SnapshotReply, execute, is_write};
+pub use digest::{is_sha256_hex, sha256_hex};
+pub use rules::{too_large, wipe};
+pub use schema::migrate;
+
+use serde::{Deserialize, Serialize};
+
+/// The KV bucket snapshots live in (on the edge: the namespace bound as
+/// `AGENT_DB_SNAPSHOTS_KV`).
+pub const KV_BUCKET: &str = "snapshots";
+/// The largest snapshot accepted: Workers KV's value limit.
+pub const MAX_SNAPSHOT_BYTES: u64 = 26_214_400;
+/// Snapshots up to this size are stored inline unless configured otherwise.
+pub const DEFAULT_INLINE_LIMIT: u64 = 1_048_576;
+/// The inline limit may not pass this: a Durable Object SQL row holds at
+/// most 2,000,000 bytes, and the row carries a few other columns.
+pub const MAX_INLINE_LIMIT: u64 = 1_999_000;
+/// A reservation older than this belongs to a put that died between its KV
+/// write and its metadata switch; a sweep may delete its key.
+pub const PENDING_TTL_MS: i64 = 15 * 60 * 1000;
+
+/// Where a snapshot's bytes live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StorageKind {
+    /// In the agent object's SQL.
+    Inline,
+    /// In KV, under the version's own key.
+    Kv,
+}
+
+impl StorageKind {
+    /// The name stored and shown: `inline` or `kv`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Kv => "kv",
+        }
+    }
+}
+
+/// What is known of the current snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotMeta {
+    /// Counts up from 1 per agent, never reused.
+    pub version: u64,
+    /// Lowercase hex sha256 of the bytes.
+    pub sha256: String,
+    /// Bytes.
+    pub size: u64,
+    /// Inline or KV.
+    pub storage: StorageKind,
+    /// The agent's last event seq the snapshot reflects.
+    pub event_watermark: u64,
+    /// When it was stored, ms since the epoch.
+    pub created_at: i64,
+}
+
+impl SnapshotMeta {
+    /// The HTTP entity tag: the sha256, quoted.
+    pub fn etag(&self) -> String {
+        format!("\"{}\"", self.sha256)
+    }
+}
+
+/// An `If-Match` condition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "etags", rename_all = "snake_case")]
+pub enum Precondition {
+    /// `If-Match: *`: some snapshot must exist.
+    Exists,
+    /// The current sha256 must be one of these.
+    OneOf(Vec<String>),
+}
+
+impl Precondition {
+    /// Whether `current` satisfies the condition.
+    pub fn holds(&self, current: Option<&SnapshotMeta>) -> bool {
+        match (self, current) {
+            (_, None) => false,
+            (Self::Exists, Some(_)) => true,
+            (Self::OneOf(etags), Some(meta)) => etags.contains(&meta.sha256),
+        }
+    }
+}
+
+/// A snapshot to store, as the runtime received it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PutRequest {
+    /// `X-Stasis-Sha256`: the body must hash to this.
+    pub expected_sha256: Option<String>,
+    /// `If-Match`.
+    pub precondition: Option<Precondition>,
+    /// `X-Stasis-Event-Seq`; defaults to the agent's last seq.
+    pub event_watermark: Option<u64>,
+    /// Bodies up to this size are stored inline.
+    pub inline_limit: u64,
+    /// KV keys of this agent start with this (`<town>/<rig>/<agent>/`).
+    pub key_prefix: String,
+}
+
+/// The KV key prefix of an agent's snapshots (the bucket holds nothing else).
+pub fn key_prefix(key: &crate::ids::AgentKey) -> String {
+    format!("{}/{}/{}/", key.town, key.rig, key.agent)
+}

@@ -1,0 +1,246 @@
+//! The object's side of a snapshot: versions, the metadata switch, and
+//! which KV keys are still in use.
+
+use super::{
+    MAX_INLINE_LIMIT, MAX_SNAPSHOT_BYTES, PENDING_TTL_MS, Precondition, SnapshotMeta, StorageKind,
+};
+use crate::{
+    DomainError, Refusal, event_log, params,
+    sql::{RowExt, SqlStore},
+};
+
+/// Refuses a body over the snapshot limit.
+pub fn check_size(size: u64) -> Result<(), DomainError> {
+    if size > MAX_SNAPSHOT_BYTES {
+        return Err(too_large());
+    }
+    Ok(())
+}
+
+/// The 413 for a snapshot over [`MAX_SNAPSHOT_BYTES`].
+pub fn too_large() -> DomainError {
+    DomainError::too_large(
+        "snapshot_too_large",
+        format!("a snapshot may hold at most {MAX_SNAPSHOT_BYTES} bytes"),
+        MAX_SNAPSHOT_BYTES,
+    )
+}
+
+/// The current snapshot's metadata and, for a KV snapshot, its key.
+pub fn current(
+    store: &impl SqlStore,
+) -> Result<Option<(SnapshotMeta, Option<String>)>, DomainError> {
+    let Some(row) = store.first_row(
+        "SELECT version, sha256, size, storage, kv_key, event_watermark, created_at
+         FROM snapshot_meta WHERE id = 1",
+        Vec::new(),
+    )?
+    else {
+        return Ok(None);
+    };
+    let storage = match row.text(3)? {
+        "kv" => StorageKind::Kv,
+        _ => StorageKind::Inline,
+    };
+    let meta = SnapshotMeta {
+        version: row.uint(0)?,
+        sha256: row.text(1)?.to_owned(),
+        size: row.uint(2)?,
+        storage,
+        event_watermark: row.uint(5)?,
+        created_at: row.int(6)?,
+    };
+    Ok(Some((meta, row.opt_text(4)?.map(str::to_owned))))
+}
+
+/// The bytes of the inline snapshot.
+pub fn inline_bytes(store: &impl SqlStore) -> Result<Option<Vec<u8>>, DomainError> {
+    let row = store.first_row("SELECT data FROM snapshot_inline WHERE id = 1", Vec::new())?;
+    // An empty blob may come back as NULL from some SQL stores.
+    Ok(row.map(|row| row.blob(0).map(<[u8]>::to_vec).unwrap_or_default()))
+}
+
+/// Refuses unless `precondition` holds for the current snapshot.
+pub fn check_precondition(
+    store: &impl SqlStore,
+    precondition: Option<&Precondition>,
+) -> Result<(), DomainError> {
+    let Some(precondition) = precondition else {
+        return Ok(());
+    };
+    let current = current(store)?.map(|(meta, _)| meta);
+    if precondition.holds(current.as_ref()) {
+        return Ok(());
+    }
+    let message = match current {
+        Some(meta) => format!(
+            "If-Match does not name the current snapshot (its ETag is {})",
+            meta.etag()
+        ),
+        None => "If-Match was given but the agent has no snapshot".to_owned(),
+    };
+    Err(DomainError::PreconditionFailed(Refusal::new(
+        "precondition_failed",
+        message,
+    )))
+}
+
+/// Hands out the next version; a KV-sized one is recorded as pending.
+pub fn reserve(
+    store: &impl SqlStore,
+    size: u64,
+    inline_limit: u64,
+    key_prefix: &str,
+    now_ms: i64,
+) -> Result<(u64, Option<String>), DomainError> {
+    check_size(size)?;
+    let last = store
+        .first_row(
+            "SELECT last_version FROM snapshot_counter WHERE id = 1",
+            Vec::new(),
+        )?
+        .map(|row| row.uint(0))
+        .transpose()?
+        .unwrap_or(0);
+    let version = last + 1;
+    store.run(
+        "INSERT INTO snapshot_counter (id, last_version) VALUES (1, ?1)
+         ON CONFLICT (id) DO UPDATE SET last_version = excluded.last_version",
+        params![version],
+    )?;
+    if size <= inline_limit.min(MAX_INLINE_LIMIT) {
+        return Ok((version, None));
+    }
+    let key = format!("{key_prefix}v{version}");
+    store.run(
+        "INSERT INTO snapshot_pending (version, kv_key, reserved_at) VALUES (?1, ?2, ?3)",
+        params![version, key.as_str(), now_ms],
+    )?;
+    Ok((version, Some(key)))
+}
+
+/// What a put switches the metadata to.
+pub struct Switch<'a> {
+    /// The reserved version.
+    pub version: u64,
+    /// Hex sha256 of the bytes.
+    pub sha256: &'a str,
+    /// Bytes.
+    pub size: u64,
+    /// The watermark given, if any.
+    pub event_watermark: Option<u64>,
+    /// The bytes of an inline snapshot.
+    pub inline: Option<&'a [u8]>,
+    /// The key of a KV snapshot.
+    pub kv_key: Option<&'a str>,
+    /// ms since the epoch.
+    pub now_ms: i64,
+}
+
+/// Points the metadata at the new version in one step and returns the new
+/// metadata and the superseded KV key, if any.
+pub fn switch(
+    store: &impl SqlStore,
+    new: &Switch<'_>,
+) -> Result<(SnapshotMeta, Option<String>), DomainError> {
+    let superseded = current(store)?.and_then(|(_, key)| key);
+    let event_watermark = match new.event_watermark {
+        Some(seq) => seq,
+        None => event_log::state(store)?.last_seq,
+    };
+    let storage = if new.kv_key.is_some() {
+        StorageKind::Kv
+    } else {
+        StorageKind::Inline
+    };
+    store.run(
+        "INSERT OR REPLACE INTO snapshot_meta
+            (id, version, sha256, size, storage, kv_key, event_watermark, created_at)
+         VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            new.version,
+            new.sha256,
+            new.size,
+            storage.as_str(),
+            new.kv_key,
+            event_watermark,
+            new.now_ms
+        ],
+    )?;
+    match new.inline {
+        Some(bytes) => store.run(
+            "INSERT OR REPLACE INTO snapshot_inline (id, data) VALUES (1, ?1)",
+            params![bytes.to_vec()],
+        )?,
+        None => store.run("DELETE FROM snapshot_inline", Vec::new())?,
+    }
+    release(store, new.version)?;
+    let meta = SnapshotMeta {
+        version: new.version,
+        sha256: new.sha256.to_owned(),
+        size: new.size,
+        storage,
+        event_watermark,
+        created_at: new.now_ms,
+    };
+    Ok((
+        meta,
+        superseded.filter(|old| Some(old.as_str()) != new.kv_key),
+    ))
+}
+
+/// Forgets a reservation (its put finished or gave up).
+pub fn release(store: &impl SqlStore, version: u64) -> Result<(), DomainError> {
+    store.run(
+        "DELETE FROM snapshot_pending WHERE version = ?1",
+        params![version],
+    )?;
+    Ok(())
+}
+
+/// Drops the current snapshot; returns its KV key, if it had one.
+pub fn remove(store: &impl SqlStore) -> Result<Option<String>, DomainError> {
+    let Some((_, key)) = current(store)? else {
+        return Err(DomainError::NotFound(Refusal::new(
+            "snapshot_not_found",
+            "the agent has no snapshot",
+        )));
+    };
+    store.run("DELETE FROM snapshot_meta", Vec::new())?;
+    store.run("DELETE FROM snapshot_inline", Vec::new())?;
+    Ok(key)
+}
+
+/// The KV keys a sweep must keep: the current one and those of puts still
+/// in flight. Reservations older than [`PENDING_TTL_MS`] are given up.
+pub fn keys_in_use(store: &impl SqlStore, now_ms: i64) -> Result<Vec<String>, DomainError> {
+    store.run(
+        "DELETE FROM snapshot_pending WHERE reserved_at < ?1",
+        params![now_ms.saturating_sub(PENDING_TTL_MS)],
+    )?;
+    let mut keys = Vec::new();
+    if let Some((_, Some(key))) = current(store)? {
+        keys.push(key);
+    }
+    for row in store.execute("SELECT kv_key FROM snapshot_pending", Vec::new())? {
+        keys.push(row.text(0)?.to_owned());
+    }
+    Ok(keys)
+}
+
+/// Removes every snapshot table's rows (the agent is destroyed or replaced)
+/// and returns the KV keys that referenced them. The version counter stays,
+/// so that no key is ever written twice.
+pub fn wipe(store: &impl SqlStore) -> Result<Vec<String>, DomainError> {
+    let mut keys = Vec::new();
+    if let Some((_, Some(key))) = current(store)? {
+        keys.push(key);
+    }
+    for row in store.execute("SELECT kv_key FROM snapshot_pending", Vec::new())? {
+        keys.push(row.text(0)?.to_owned());
+    }
+    for table in ["snapshot_meta", "snapshot_inline", "snapshot_pending"] {
+        store.run(&format!("DELETE FROM {table}"), Vec::new())?;
+    }
+    Ok(keys)
+}

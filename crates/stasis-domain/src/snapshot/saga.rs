@@ -1,0 +1,326 @@
+//! A whole snapshot operation across the agent's object and the KV store.
+//!
+//! Each step that touches the object is one [`SnapshotCall`] (atomic on
+//! its own); between them the KV store is written or read. The order is
+//! what makes a crash harmless: a KV key is written before the metadata
+//! names it and deleted only after the metadata stopped naming it, so a
+//! crash leaves at worst an orphaned key, which [`sweep`] removes.
+
+use super::{
+    Located, PutRequest, Reserved, SnapshotCall, SnapshotMeta, SnapshotReply, digest,
+    is_sha256_hex, rules,
+};
+use crate::{DomainError, Refusal, agent::ObjectEnv, sql::SqlStore};
+use std::future::Future;
+
+/// The agent's object, as the saga reaches it.
+pub trait SnapshotObject {
+    /// Runs one call atomically on the agent's object.
+    fn call(&self, call: SnapshotCall) -> impl Future<Output = Result<SnapshotReply, DomainError>>;
+}
+
+/// A KV store of immutable blobs.
+pub trait BlobStore {
+    /// Stores `value` under `key`.
+    fn put(&self, key: &str, value: &[u8]) -> impl Future<Output = Result<(), DomainError>>;
+    /// The value under `key`, or `None` when this store does not show it
+    /// (yet: KV may be eventually consistent).
+    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, DomainError>>;
+    /// Removes `key`; removing a missing key is not an error.
+    fn delete(&self, key: &str) -> impl Future<Output = Result<(), DomainError>>;
+    /// One page of keys starting with `prefix`, and the cursor of the next.
+    fn list(
+        &self,
+        prefix: &str,
+        cursor: Option<String>,
+    ) -> impl Future<Output = Result<(Vec<String>, Option<String>), DomainError>>;
+    /// How long to wait, in ms, before each retry of a key the metadata
+    /// names but the store does not show yet; empty where reads are
+    /// strongly consistent.
+    fn propagation_delays_ms(&self) -> &[u64];
+    /// Waits `ms` milliseconds.
+    fn pause(&self, ms: u64) -> impl Future<Output = ()>;
+}
+
+/// The seconds a client is told to wait when a key is still propagating.
+pub const PROPAGATING_RETRY_AFTER_S: u64 = 2;
+
+/// Stores a snapshot: checks, KV key first, metadata switch, then the
+/// superseded key goes.
+pub async fn put(
+    object: &impl SnapshotObject,
+    blobs: &impl BlobStore,
+    request: &PutRequest,
+    body: &[u8],
+) -> Result<SnapshotMeta, DomainError> {
+    let size = u64::try_from(body.len()).unwrap_or(u64::MAX);
+    rules::check_size(size)?;
+    let sha256 = digest::sha256_hex(body);
+    if let Some(expected) = &request.expected_sha256 {
+        if !is_sha256_hex(expected) {
+            return Err(DomainError::invalid(
+                "invalid_request",
+                "X-Stasis-Sha256 must be 64 hex digits",
+            ));
+        }
+        if !expected.eq_ignore_ascii_case(&sha256) {
+            return Err(DomainError::invalid(
+                "sha256_mismatch",
+                format!("the body hashes to {sha256}, not to the X-Stasis-Sha256 {expected}"),
+            ));
+        }
+    }
+    let reserved = expect_reserved(
+        object
+            .call(SnapshotCall::Reserve {
+                size,
+                precondition: request.precondition.clone(),
+                inline_limit: request.inline_limit,
+                key_prefix: request.key_prefix.clone(),
+            })
+            .await?,
+    )?;
+    if let Some(key) = &reserved.kv_key
+        && let Err(err) = blobs.put(key, body).await
+    {
+        let _ = object
+            .call(SnapshotCall::Abandon {
+                version: reserved.version,
+            })
+            .await;
+        return Err(err);
+    }
+    let committed = object
+        .call(SnapshotCall::Commit {
+            version: reserved.version,
+            sha256,
+            size,
+            precondition: request.precondition.clone(),
+            event_watermark: request.event_watermark,
+            inline: reserved.kv_key.is_none().then(|| body.to_vec()),
+            kv_key: reserved.kv_key.clone(),
+        })
+        .await;
+    let committed = match committed {
+        Ok(SnapshotReply::Committed(committed)) => committed,
+        Ok(other) => return Err(unexpected(&other)),
+        Err(err) => {
+            if let Some(key) = &reserved.kv_key {
+                // The metadata never named it: drop it now (a sweep would
+                // otherwise, later).
+                let _ = blobs.delete(key).await;
+                let _ = object
+                    .call(SnapshotCall::Abandon {
+                        version: reserved.version,
+                    })
+                    .await;
+            }
+            return Err(err);
+        }
+    };
+    if let Some(old) = &committed.superseded_key {
+        // A failure here leaves an orphan for the sweep, nothing worse.
+        let _ = blobs.delete(old).await;
+    }
+    // Keys orphaned by an earlier crash go with the next put; the put itself
+    // has succeeded whatever the sweep meets.
+    let _ = sweep(object, blobs, &request.key_prefix).await;
+    Ok(committed.meta)
+}
+
+/// The current snapshot's metadata, and its bytes when `with_bytes`,
+/// verified against the recorded sha256.
+pub async fn get(
+    object: &impl SnapshotObject,
+    blobs: &impl BlobStore,
+    with_bytes: bool,
+) -> Result<Option<(SnapshotMeta, Option<Vec<u8>>)>, DomainError> {
+    let mut located = locate(object, with_bytes).await?;
+    // A put may replace (and delete) the key between the lookup and the
+    // read; then the lookup is repeated, a bounded number of times.
+    for _ in 0..3 {
+        let Some(Located {
+            meta,
+            inline,
+            kv_key,
+        }) = located
+        else {
+            return Ok(None);
+        };
+        if !with_bytes {
+            return Ok(Some((meta, None)));
+        }
+        let bytes = match (inline, kv_key) {
+            (Some(bytes), _) => bytes,
+            (None, Some(key)) => match fetch_visible(blobs, &key).await {
+                Ok(bytes) => bytes,
+                Err(DomainError::Unavailable(refusal)) => {
+                    let again = locate(object, with_bytes).await?;
+                    if again.as_ref().map(|l| l.meta.version) == Some(meta.version) {
+                        return Err(DomainError::Unavailable(refusal));
+                    }
+                    located = again;
+                    continue;
+                }
+                Err(err) => return Err(err),
+            },
+            (None, None) => {
+                return Err(DomainError::Storage(format!(
+                    "snapshot version {} has neither inline bytes nor a KV key",
+                    meta.version
+                )));
+            }
+        };
+        verify(&meta, &bytes)?;
+        return Ok(Some((meta, Some(bytes))));
+    }
+    Err(DomainError::Unavailable(Refusal::new(
+        "snapshot_propagating",
+        "the snapshot is being replaced; retry shortly",
+    )))
+}
+
+async fn locate(
+    object: &impl SnapshotObject,
+    with_bytes: bool,
+) -> Result<Option<Located>, DomainError> {
+    match object.call(SnapshotCall::Locate { with_bytes }).await? {
+        SnapshotReply::Located(located) => Ok(located),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// Refuses bytes that are not the ones the metadata records.
+fn verify(meta: &SnapshotMeta, bytes: &[u8]) -> Result<(), DomainError> {
+    let actual = digest::sha256_hex(bytes);
+    if actual == meta.sha256 && u64::try_from(bytes.len()).ok() == Some(meta.size) {
+        return Ok(());
+    }
+    Err(DomainError::Storage(format!(
+        "snapshot version {} is corrupt: its bytes hash to {actual} ({} bytes), the metadata \
+         records {} ({} bytes); refusing to serve them",
+        meta.version,
+        bytes.len(),
+        meta.sha256,
+        meta.size
+    )))
+}
+
+/// Reads a key the metadata names, retrying while the store does not show
+/// it yet.
+async fn fetch_visible(blobs: &impl BlobStore, key: &str) -> Result<Vec<u8>, DomainError> {
+    if let Some(bytes) = blobs.get(key).await? {
+        return Ok(bytes);
+    }
+    for &delay in blobs.propagation_delays_ms() {
+        blobs.pause(delay).await;
+        if let Some(bytes) = blobs.get(key).await? {
+            return Ok(bytes);
+        }
+    }
+    Err(DomainError::Unavailable(Refusal::new(
+        "snapshot_propagating",
+        "the snapshot was stored but the KV store does not show it here yet; retry shortly",
+    )))
+}
+
+/// Deletes the current snapshot and its KV key.
+pub async fn delete(
+    object: &impl SnapshotObject,
+    blobs: &impl BlobStore,
+) -> Result<(), DomainError> {
+    match object.call(SnapshotCall::Remove).await? {
+        SnapshotReply::Removed(Some(key)) => {
+            // Once the metadata is gone a leftover key is an orphan the
+            // sweep removes; report the failure all the same.
+            blobs.delete(&key).await
+        }
+        SnapshotReply::Removed(None) => Ok(()),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// Deletes the KV keys under `prefix` that neither the metadata nor a put in
+/// flight names (left by a crash between a KV write and the metadata
+/// switch, or before a superseded key was deleted). Returns how many went.
+pub async fn sweep(
+    object: &impl SnapshotObject,
+    blobs: &impl BlobStore,
+    prefix: &str,
+) -> Result<u32, DomainError> {
+    let in_use = match object.call(SnapshotCall::KeysInUse).await? {
+        SnapshotReply::Keys(keys) => keys,
+        other => return Err(unexpected(&other)),
+    };
+    let mut removed = 0;
+    let mut cursor = None;
+    // Bounded: a KV page holds up to 1,000 keys, and an agent has few.
+    for _ in 0..1_000 {
+        let (keys, next) = blobs.list(prefix, cursor).await?;
+        for key in keys {
+            if !in_use.contains(&key) {
+                blobs.delete(&key).await?;
+                removed += 1;
+            }
+        }
+        match next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes the snapshot rows and then every KV key they named.
+pub async fn wipe(object: &impl SnapshotObject, blobs: &impl BlobStore) -> Result<(), DomainError> {
+    match object.call(SnapshotCall::Wipe).await? {
+        SnapshotReply::Keys(keys) => {
+            for key in keys {
+                blobs.delete(&key).await?;
+            }
+            Ok(())
+        }
+        other => Err(unexpected(&other)),
+    }
+}
+
+fn expect_reserved(reply: SnapshotReply) -> Result<Reserved, DomainError> {
+    match reply {
+        SnapshotReply::Reserved(reserved) => Ok(reserved),
+        other => Err(unexpected(&other)),
+    }
+}
+
+fn unexpected(reply: &SnapshotReply) -> DomainError {
+    DomainError::Storage(format!(
+        "the agent object answered a snapshot call with {reply:?}"
+    ))
+}
+
+/// The agent's object as a plain store in this very process (inside the
+/// host's component, where the caller already holds the transaction).
+pub struct LocalObject<'a, S> {
+    /// The agent's SQL.
+    pub store: &'a S,
+    /// The clock.
+    pub env: ObjectEnv,
+}
+
+impl<S: SqlStore> SnapshotObject for LocalObject<'_, S> {
+    async fn call(&self, call: SnapshotCall) -> Result<SnapshotReply, DomainError> {
+        super::execute(self.store, &call, &self.env)
+    }
+}
+
+/// Runs a future that never waits (every port it uses answers at once,
+/// like the component's imports) to completion.
+pub fn run_ready<T>(future: impl Future<Output = T>) -> Result<T, DomainError> {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(value) => Ok(value),
+        std::task::Poll::Pending => Err(DomainError::Storage(
+            "a synchronous snapshot port returned a pending future".into(),
+        )),
+    }
+}

@@ -1,0 +1,44 @@
+//! The agent object's snapshot tables.
+
+use crate::sql::{SqlStore, StorageError};
+
+const STATEMENTS: &[&str] = &[
+    // The current snapshot; one row at most.
+    "CREATE TABLE IF NOT EXISTS snapshot_meta (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        version INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        storage TEXT NOT NULL,
+        kv_key TEXT,
+        event_watermark INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+    )",
+    // The bytes of an inline snapshot, apart from the metadata so that a
+    // HEAD never reads them.
+    "CREATE TABLE IF NOT EXISTS snapshot_inline (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        data BLOB NOT NULL
+    )",
+    // The newest version ever handed out: versions (and so KV keys) are
+    // never reused, even after a delete.
+    "CREATE TABLE IF NOT EXISTS snapshot_counter (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        last_version INTEGER NOT NULL
+    )",
+    // KV keys being written by a put that has not switched the metadata
+    // yet; a sweep leaves them alone until they are old.
+    "CREATE TABLE IF NOT EXISTS snapshot_pending (
+        version INTEGER PRIMARY KEY,
+        kv_key TEXT NOT NULL,
+        reserved_at INTEGER NOT NULL
+    )",
+];
+
+/// Creates the snapshot tables if they are missing.
+pub fn migrate(store: &impl SqlStore) -> Result<(), StorageError> {
+    for statement in STATEMENTS {
+        store.run(statement, Vec::new())?;
+    }
+    Ok(())
+}
