@@ -1,0 +1,196 @@
+//! The calls a town object answers, as data (the edge sends them to the
+//! town's Durable Object as JSON).
+
+use super::{
+    agents::{self, AgentRef, RegisteredAgent, TownAgent},
+    dispatch::{self, MayorAction},
+    eviction::{self, EvictOutcome},
+    heartbeat::{self, HeartbeatOutcome},
+    log::{self, TownEventPage},
+    registry::{self, Registry, RegistryAgent},
+    state::{self, TownState},
+};
+use crate::{DomainError, limits, sql::SqlStore};
+use serde::{Deserialize, Serialize};
+
+/// What the runtime supplies to every call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TownEnv {
+    /// Milliseconds since the epoch.
+    pub now_ms: i64,
+}
+
+/// One operation on a town object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum TownCall {
+    /// The town's state.
+    GetState,
+    /// A container announces its eviction.
+    Evict {
+        /// The container going away.
+        container_id: String,
+        /// Why, for people.
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// A container is alive.
+    Heartbeat {
+        /// The container.
+        container_id: String,
+    },
+    /// Replace the process registry.
+    PutRegistry {
+        /// The container that runs the agents.
+        container_id: String,
+        /// The agents it runs.
+        agents: Vec<RegistryAgent>,
+    },
+    /// The process registry.
+    GetRegistry,
+    /// A page of the town's log.
+    ReadEvents {
+        /// Exclusive cursor.
+        #[serde(default)]
+        after: u64,
+        /// At most this many events.
+        #[serde(default = "default_read_limit")]
+        limit: u64,
+    },
+    /// Register an agent in the town's directory, or change its role.
+    RegisterAgent {
+        /// Its rig.
+        rig_id: String,
+        /// The agent.
+        agent_id: String,
+        /// Its role; `mayor` for at most one agent.
+        role: String,
+    },
+    /// Remove an agent from the directory.
+    ForgetAgent {
+        /// Its rig.
+        rig_id: String,
+        /// The agent.
+        agent_id: String,
+    },
+    /// Every agent of the directory.
+    ListAgents,
+    /// The user wrote to the mayor; the message is already in the mayor's
+    /// log.
+    MayorMessage {
+        /// Seq of that message in the mayor's log.
+        message_seq: u64,
+    },
+    /// Dispatch one registered agent.
+    Dispatch {
+        /// Its rig.
+        rig_id: String,
+        /// The agent.
+        agent_id: String,
+    },
+}
+
+/// The answer to a [`TownCall`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum TownReply {
+    /// For [`TownCall::GetState`].
+    State(TownState),
+    /// For [`TownCall::Evict`].
+    Evicted(EvictOutcome),
+    /// For [`TownCall::Heartbeat`].
+    Heartbeat(HeartbeatOutcome),
+    /// For [`TownCall::PutRegistry`] and [`TownCall::GetRegistry`].
+    Registry(Registry),
+    /// For [`TownCall::ReadEvents`].
+    Events(TownEventPage),
+    /// For [`TownCall::RegisterAgent`].
+    Registered(RegisteredAgent),
+    /// For [`TownCall::ForgetAgent`]: whether the agent was registered.
+    Forgotten(bool),
+    /// For [`TownCall::ListAgents`], by rig then agent.
+    Agents(Vec<TownAgent>),
+    /// For [`TownCall::MayorMessage`].
+    MayorMessage(MayorAction),
+    /// For [`TownCall::Dispatch`]: the agent to dispatch, with its role.
+    Dispatched(TownAgent),
+}
+
+fn default_read_limit() -> u64 {
+    u64::from(limits::DEFAULT_READ_LIMIT)
+}
+
+/// Runs one call against the town's store. The caller wraps it in one
+/// transaction and rolls back on error.
+pub fn execute(
+    store: &impl SqlStore,
+    call: &TownCall,
+    env: &TownEnv,
+) -> Result<TownReply, DomainError> {
+    let now = env.now_ms;
+    Ok(match call {
+        TownCall::GetState => TownReply::State(state::get(store)?),
+        TownCall::Evict {
+            container_id,
+            reason,
+        } => TownReply::Evicted(eviction::evict(
+            store,
+            container_id,
+            reason.as_deref(),
+            now,
+        )?),
+        TownCall::Heartbeat { container_id } => {
+            TownReply::Heartbeat(heartbeat::heartbeat(store, container_id, now)?)
+        }
+        TownCall::PutRegistry {
+            container_id,
+            agents,
+        } => TownReply::Registry(registry::put(store, container_id, agents, now)?),
+        TownCall::GetRegistry => TownReply::Registry(registry::get(store)?),
+        TownCall::ReadEvents { after, limit } => {
+            TownReply::Events(log::read(store, *after, *limit)?)
+        }
+        TownCall::RegisterAgent {
+            rig_id,
+            agent_id,
+            role,
+        } => {
+            let wanted = TownAgent {
+                rig_id: rig_id.clone(),
+                agent_id: agent_id.clone(),
+                role: role.clone(),
+            };
+            TownReply::Registered(agents::register(store, &wanted, now)?)
+        }
+        TownCall::ForgetAgent { rig_id, agent_id } => {
+            TownReply::Forgotten(agents::forget(store, &agent_ref(rig_id, agent_id))?)
+        }
+        TownCall::ListAgents => TownReply::Agents(agents::list(store)?),
+        TownCall::MayorMessage { message_seq } => {
+            TownReply::MayorMessage(dispatch::mayor_message(store, *message_seq, now)?)
+        }
+        TownCall::Dispatch { rig_id, agent_id } => TownReply::Dispatched(dispatch::dispatch(
+            store,
+            &agent_ref(rig_id, agent_id),
+            now,
+        )?),
+    })
+}
+
+/// True when the call may change the object (and so needs a durable commit).
+pub fn is_write(call: &TownCall) -> bool {
+    !matches!(
+        call,
+        TownCall::GetState
+            | TownCall::GetRegistry
+            | TownCall::ReadEvents { .. }
+            | TownCall::ListAgents
+    )
+}
+
+fn agent_ref(rig_id: &str, agent_id: &str) -> AgentRef {
+    AgentRef {
+        rig_id: rig_id.to_owned(),
+        agent_id: agent_id.to_owned(),
+    }
+}
