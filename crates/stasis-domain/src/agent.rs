@@ -8,7 +8,11 @@
 use crate::event_log::{
     self, AppendBatch, AppendOutcome, AppendSettings, ReadPage, ReadQuery, SessionSummary,
 };
-use crate::{DomainError, sql::SqlStore};
+use crate::{
+    DomainError,
+    snapshot::{self, SnapshotCall, SnapshotReply},
+    sql::SqlStore,
+};
 use serde::{Deserialize, Serialize};
 
 /// What the runtime supplies to every call: the clock and its settings.
@@ -30,6 +34,8 @@ pub enum AgentCall {
     ReadEvents(ReadQuery),
     /// Sessions named by the log.
     ListSessions,
+    /// A step of a snapshot operation.
+    Snapshot(SnapshotCall),
 }
 
 /// The answer to an [`AgentCall`], same variant.
@@ -42,11 +48,14 @@ pub enum AgentReply {
     Events(ReadPage),
     /// Sessions, oldest first.
     Sessions(Vec<SessionSummary>),
+    /// The answer to a snapshot step.
+    Snapshot(SnapshotReply),
 }
 
 /// Creates every table an agent object needs; idempotent.
 pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
     event_log::migrate(store)?;
+    snapshot::migrate(store)?;
     Ok(())
 }
 
@@ -67,10 +76,15 @@ pub fn execute(
         }
         AgentCall::ReadEvents(query) => AgentReply::Events(event_log::read(store, query)?),
         AgentCall::ListSessions => AgentReply::Sessions(event_log::sessions(store)?),
+        AgentCall::Snapshot(call) => AgentReply::Snapshot(snapshot::execute(store, call, env)?),
     })
 }
 
 /// True when the call may change the object (and so needs a durable commit).
 pub fn is_write(call: &AgentCall) -> bool {
-    matches!(call, AgentCall::AppendEvents(_))
+    match call {
+        AgentCall::AppendEvents(_) => true,
+        AgentCall::ReadEvents(_) | AgentCall::ListSessions => false,
+        AgentCall::Snapshot(call) => snapshot::is_write(call),
+    }
 }

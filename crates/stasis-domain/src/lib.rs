@@ -22,10 +22,14 @@
 //! ```
 
 pub mod agent;
+pub mod agent_state;
+pub mod conversation;
 pub mod error;
 pub mod event_log;
 pub mod ids;
 pub mod limits;
+pub mod snapshot;
 pub mod sql;
+pub mod town;
 
 pub use error::{DomainError, Refusal};

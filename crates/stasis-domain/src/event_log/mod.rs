@@ -230,7 +230,8 @@ pub struct ReadPage {
 /// The log's bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct LogState {
-    /// The oldest seq retention keeps (0 while empty).
+    /// The oldest seq retention keeps (0 before the first event). Deleting a
+    /// session's events leaves it: it is the horizon cursors expire at.
     pub first_seq: u64,
     /// The newest seq assigned (0 while empty).
     pub last_seq: u64,

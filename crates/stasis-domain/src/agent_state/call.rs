@@ -1,0 +1,201 @@
+//! The agent-state calls as data, and the one function that runs them.
+
+use super::{
+    AgentRecord, AgentSummary, Checkpoint, CheckpointStored, DestroyOutcome, ImportOutcome,
+    Manifest, MemoryEntry, SessionDeleted, SessionRecord, checkpoint, import, manifest, memory,
+    record, sessions,
+};
+use crate::{DomainError, agent::ObjectEnv, sql::SqlStore};
+use serde::{Deserialize, Serialize};
+
+/// One operation on an agent's state beside its event log. Documents
+/// (`metadata`, `document`, `value`) are JSON text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum StateCall {
+    /// Register the agent or update it; `metadata: None` keeps the stored
+    /// metadata. Answers [`StateReply::Agent`].
+    PutAgent {
+        /// 1 to 128 bytes.
+        role: String,
+        /// JSON text, at most 1 MiB.
+        metadata: Option<String>,
+    },
+    /// Read the registered agent. Answers [`StateReply::AgentSummary`].
+    GetAgent,
+    /// Remove everything but the snapshot. Answers [`StateReply::Destroyed`].
+    DestroyAgent,
+    /// Create or update a session; `None` keeps a field. Answers
+    /// [`StateReply::Session`].
+    PutSession {
+        /// The session's id.
+        session_id: String,
+        /// `running`, `completed`, `failed` or `closed`.
+        status: Option<String>,
+        /// JSON text, at most 1 MiB.
+        metadata: Option<String>,
+    },
+    /// Read a session. Answers [`StateReply::Session`].
+    GetSession {
+        /// The session's id.
+        session_id: String,
+    },
+    /// Remove a session and its events. Answers
+    /// [`StateReply::SessionDeleted`].
+    DeleteSession {
+        /// The session's id.
+        session_id: String,
+    },
+    /// Every session with its metadata, oldest first. Answers
+    /// [`StateReply::Sessions`].
+    ListSessions,
+    /// Store the checkpoint. Answers [`StateReply::CheckpointStored`].
+    PutCheckpoint {
+        /// JSON text, at most 1 MiB.
+        document: String,
+    },
+    /// Read the checkpoint. Answers [`StateReply::Checkpoint`].
+    GetCheckpoint,
+    /// Remove the checkpoint. Answers [`StateReply::Deleted`].
+    DeleteCheckpoint,
+    /// Write a memory entry. Answers [`StateReply::Memory`].
+    PutMemory {
+        /// An id.
+        key: String,
+        /// JSON text, at most 1 MiB.
+        value: String,
+    },
+    /// Read a memory entry. Answers [`StateReply::Memory`].
+    GetMemory {
+        /// An id.
+        key: String,
+    },
+    /// Remove a memory entry. Answers [`StateReply::Deleted`].
+    DeleteMemory {
+        /// An id.
+        key: String,
+    },
+    /// List memory entries by key. Answers [`StateReply::MemoryList`].
+    ListMemory {
+        /// Keys that start with this.
+        prefix: Option<String>,
+        /// Values whose JSON text contains this, ignoring ASCII case.
+        query: Option<String>,
+        /// 1 to 1,000; 100 when omitted.
+        limit: Option<u32>,
+    },
+    /// Everything as a manifest. Answers [`StateReply::Manifest`].
+    Export,
+    /// Replace everything with the manifest. Answers
+    /// [`StateReply::Imported`].
+    Import(Manifest),
+}
+
+/// The answer to a [`StateCall`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum StateReply {
+    /// The record after `PutAgent` (with `created` for 201).
+    Agent(AgentRecord),
+    /// The agent for `GetAgent` (the caller adds snapshot metadata).
+    AgentSummary(AgentSummary),
+    /// What `DestroyAgent` found.
+    Destroyed(DestroyOutcome),
+    /// The session after `PutSession`, or for `GetSession`.
+    Session(SessionRecord),
+    /// What `DeleteSession` removed.
+    SessionDeleted(SessionDeleted),
+    /// Every session, oldest first.
+    Sessions(Vec<SessionRecord>),
+    /// The stored checkpoint's size and time.
+    CheckpointStored(CheckpointStored),
+    /// The checkpoint for `GetCheckpoint`.
+    Checkpoint(Checkpoint),
+    /// `DeleteCheckpoint` or `DeleteMemory` removed what it named.
+    Deleted,
+    /// The entry after `PutMemory`, or for `GetMemory`.
+    Memory(MemoryEntry),
+    /// The entries `ListMemory` selected, sorted by key.
+    MemoryList(Vec<MemoryEntry>),
+    /// Everything the agent has (snapshot left for the caller).
+    Manifest(Manifest),
+    /// What `Import` wrote, and the snapshot for the caller to store.
+    Imported(ImportOutcome),
+}
+
+/// Runs one call against the agent's store. The caller wraps it in one
+/// transaction and rolls back on error.
+pub fn execute(
+    store: &impl SqlStore,
+    call: &StateCall,
+    env: &ObjectEnv,
+) -> Result<StateReply, DomainError> {
+    let now = env.now_ms;
+    Ok(match call {
+        StateCall::PutAgent { role, metadata } => {
+            StateReply::Agent(record::put(store, role, metadata.as_deref(), now)?)
+        }
+        StateCall::GetAgent => StateReply::AgentSummary(record::summary(store)?),
+        StateCall::DestroyAgent => StateReply::Destroyed(record::destroy(store)?),
+        StateCall::PutSession {
+            session_id,
+            status,
+            metadata,
+        } => StateReply::Session(sessions::put(
+            store,
+            session_id,
+            status.as_deref(),
+            metadata.as_deref(),
+            now,
+        )?),
+        StateCall::GetSession { session_id } => {
+            StateReply::Session(sessions::get(store, session_id)?)
+        }
+        StateCall::DeleteSession { session_id } => {
+            StateReply::SessionDeleted(sessions::delete(store, session_id)?)
+        }
+        StateCall::ListSessions => StateReply::Sessions(sessions::list(store)?),
+        StateCall::PutCheckpoint { document } => {
+            StateReply::CheckpointStored(checkpoint::put(store, document, now)?)
+        }
+        StateCall::GetCheckpoint => StateReply::Checkpoint(checkpoint::get(store)?),
+        StateCall::DeleteCheckpoint => {
+            checkpoint::delete(store)?;
+            StateReply::Deleted
+        }
+        StateCall::PutMemory { key, value } => {
+            StateReply::Memory(memory::put(store, key, value, now)?)
+        }
+        StateCall::GetMemory { key } => StateReply::Memory(memory::get(store, key)?),
+        StateCall::DeleteMemory { key } => {
+            memory::delete(store, key)?;
+            StateReply::Deleted
+        }
+        StateCall::ListMemory {
+            prefix,
+            query,
+            limit,
+        } => StateReply::MemoryList(memory::list(
+            store,
+            prefix.as_deref(),
+            query.as_deref(),
+            *limit,
+        )?),
+        StateCall::Export => StateReply::Manifest(manifest::export(store)?),
+        StateCall::Import(manifest) => StateReply::Imported(import::import(store, manifest, env)?),
+    })
+}
+
+/// True when the call may change the object (and so needs a durable commit).
+pub fn is_write(call: &StateCall) -> bool {
+    !matches!(
+        call,
+        StateCall::GetAgent
+            | StateCall::GetSession { .. }
+            | StateCall::ListSessions
+            | StateCall::GetCheckpoint
+            | StateCall::GetMemory { .. }
+            | StateCall::ListMemory { .. }
+            | StateCall::Export
+    )
+}

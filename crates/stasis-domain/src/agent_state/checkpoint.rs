@@ -1,0 +1,98 @@
+//! The agent's checkpoint: one JSON document, stored exactly as given.
+
+use super::{MAX_DOCUMENT_BYTES, checks};
+use crate::{
+    DomainError, Refusal, params,
+    sql::{RowExt, SqlStore},
+};
+use serde::{Deserialize, Serialize};
+
+/// The stored checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The document, JSON text exactly as stored.
+    pub document: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// When it was stored, ms since the epoch.
+    pub updated_at: i64,
+}
+
+/// The answer to `PutCheckpoint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointStored {
+    /// The document's size in bytes.
+    pub size: u64,
+    /// When it was stored, ms since the epoch.
+    pub updated_at: i64,
+}
+
+/// Stores `document`, replacing any earlier checkpoint. Over
+/// [`MAX_DOCUMENT_BYTES`] → 413 `checkpoint_too_large`.
+pub fn put(
+    store: &impl SqlStore,
+    document: &str,
+    now_ms: i64,
+) -> Result<CheckpointStored, DomainError> {
+    checks::json_text(document, MAX_DOCUMENT_BYTES)
+        .map_err(|b| b.for_call("the checkpoint", "checkpoint_too_large"))?;
+    write(store, document, now_ms)?;
+    Ok(CheckpointStored {
+        size: checks::byte_len(document),
+        updated_at: now_ms,
+    })
+}
+
+/// Stores the one checkpoint row, replacing any (import; validated).
+pub(super) fn write(store: &impl SqlStore, document: &str, now_ms: i64) -> Result<(), DomainError> {
+    store.run(
+        "INSERT INTO checkpoint (id, document, updated_at) VALUES (1, ?1, ?2)
+         ON CONFLICT (id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at",
+        params![document, now_ms],
+    )?;
+    Ok(())
+}
+
+/// The checkpoint, or `checkpoint_not_found`.
+pub fn get(store: &impl SqlStore) -> Result<Checkpoint, DomainError> {
+    load(store)?.ok_or_else(not_found)
+}
+
+/// The checkpoint, if one is stored.
+pub fn load(store: &impl SqlStore) -> Result<Option<Checkpoint>, DomainError> {
+    let Some(row) = store.first_row(
+        "SELECT document, updated_at FROM checkpoint WHERE id = 1",
+        Vec::new(),
+    )?
+    else {
+        return Ok(None);
+    };
+    let document = row.text(0)?.to_owned();
+    Ok(Some(Checkpoint {
+        size: checks::byte_len(&document),
+        document,
+        updated_at: row.int(1)?,
+    }))
+}
+
+/// True when a checkpoint is stored (without reading the document).
+pub fn exists(store: &impl SqlStore) -> Result<bool, DomainError> {
+    let row = store.first_row("SELECT EXISTS (SELECT 1 FROM checkpoint)", Vec::new())?;
+    Ok(row.map(|row| row.int(0)).transpose()?.unwrap_or(0) != 0)
+}
+
+/// Removes the checkpoint; `checkpoint_not_found` when there is none.
+pub fn delete(store: &impl SqlStore) -> Result<(), DomainError> {
+    if !exists(store)? {
+        return Err(not_found());
+    }
+    store.run("DELETE FROM checkpoint WHERE id = 1", Vec::new())?;
+    Ok(())
+}
+
+fn not_found() -> DomainError {
+    DomainError::NotFound(Refusal::new(
+        "checkpoint_not_found",
+        "the agent has no checkpoint",
+    ))
+}
