@@ -12,6 +12,7 @@ mod convert;
 mod do_sql;
 mod objects;
 mod settings;
+mod snapshots;
 
 use stasis_api::{Api, ApiError, Reply};
 use worker::{Context, Env, Request, Response, Result, event};
@@ -39,7 +40,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     };
     let body = req.bytes().await?;
     if u64::try_from(body.len()).unwrap_or(u64::MAX) > admitted.body_limit() {
-        return convert::to_worker(ApiError::body_too_large(admitted.body_limit()).into_response());
+        return convert::to_worker(admitted.body_too_large().into_response());
     }
     match api.handle(admitted, body.into()).await {
         Reply::Full(response) => convert::to_worker(response),

@@ -1,10 +1,13 @@
 //! The worker's [`Objects`] port: calls go to each object's Durable Object.
 
-use stasis_api::{Objects, sse::Tail};
+use crate::snapshots::{AgentStub, WorkersKv};
+use bytes::Bytes;
+use stasis_api::{Objects, Snapshots, sse::Tail};
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply},
     ids::AgentKey,
+    snapshot::{PutRequest, SnapshotMeta, saga},
 };
 use std::time::Duration;
 use wasm_bindgen::JsValue;
@@ -23,6 +26,10 @@ impl EdgeObjects {
     /// Objects of this worker's environment.
     pub fn new(env: Env) -> Self {
         Self { env }
+    }
+
+    fn stub<'a>(&'a self, key: &'a AgentKey) -> AgentStub<'a> {
+        AgentStub { objects: self, key }
     }
 
     fn agent_stub(&self, key: &AgentKey) -> worker::Result<Stub> {
@@ -76,5 +83,41 @@ impl Objects for EdgeObjects {
 
     fn now_ms(&self) -> i64 {
         crate::settings::now_ms()
+    }
+}
+
+impl Snapshots for EdgeObjects {
+    async fn snapshot_put(
+        &self,
+        key: &AgentKey,
+        request: PutRequest,
+        body: Bytes,
+    ) -> Result<SnapshotMeta, DomainError> {
+        let kv = WorkersKv::open(&self.env)?;
+        saga::put(&self.stub(key), &kv, &request, &body).await
+    }
+
+    async fn snapshot_read(
+        &self,
+        key: &AgentKey,
+        with_bytes: bool,
+    ) -> Result<Option<(SnapshotMeta, Option<Bytes>)>, DomainError> {
+        let kv = WorkersKv::open(&self.env)?;
+        let found = saga::get(&self.stub(key), &kv, with_bytes).await?;
+        Ok(found.map(|(meta, bytes)| (meta, bytes.map(Bytes::from))))
+    }
+
+    async fn snapshot_delete(&self, key: &AgentKey) -> Result<(), DomainError> {
+        let kv = WorkersKv::open(&self.env)?;
+        saga::delete(&self.stub(key), &kv).await
+    }
+
+    async fn snapshot_wipe(&self, key: &AgentKey) -> Result<(), DomainError> {
+        let kv = WorkersKv::open(&self.env)?;
+        saga::wipe(&self.stub(key), &kv).await
+    }
+
+    fn snapshot_inline_limit(&self) -> u64 {
+        crate::settings::snapshot_inline_limit(&self.env)
     }
 }

@@ -1,6 +1,6 @@
 //! Settings from the worker's environment (wrangler vars and secrets).
 
-use stasis_domain::limits;
+use stasis_domain::{limits, snapshot};
 use worker::Env;
 
 /// The token secret, if configured and long enough.
@@ -17,6 +17,16 @@ pub fn max_events(env: &Env) -> u64 {
         .and_then(|v| v.to_string().trim().parse::<u64>().ok())
         .filter(|n| *n > 0)
         .unwrap_or(limits::DEFAULT_MAX_EVENTS)
+}
+
+/// `STASIS_SNAPSHOT_INLINE_LIMIT`, default 1 MiB, never above the most a
+/// Durable Object row holds.
+pub fn snapshot_inline_limit(env: &Env) -> u64 {
+    env.var("STASIS_SNAPSHOT_INLINE_LIMIT")
+        .ok()
+        .and_then(|v| v.to_string().trim().parse::<u64>().ok())
+        .unwrap_or(snapshot::DEFAULT_INLINE_LIMIT)
+        .min(snapshot::MAX_INLINE_LIMIT)
 }
 
 /// The clock (wasm32 has no portable one; the Workers runtime has Date).

@@ -15,6 +15,8 @@ pub struct ServeConfig {
     pub durability: Durability,
     /// Retention: events kept per agent.
     pub max_events_per_agent: u64,
+    /// Snapshots up to this many bytes are stored in the agent's SQL.
+    pub snapshot_inline_limit: u64,
     /// The token secret; `None` serves loopback only, without auth.
     pub secret: Option<Vec<u8>>,
 }
@@ -31,6 +33,13 @@ impl ServeConfig {
         }
         if self.max_events_per_agent == 0 {
             bail!("--max-events-per-agent must be at least 1");
+        }
+        let max_inline = stasis_domain::snapshot::MAX_INLINE_LIMIT;
+        if self.snapshot_inline_limit > max_inline {
+            bail!(
+                "--snapshot-inline-limit may be at most {max_inline} bytes (a Durable Object row \
+                 holds at most 2,000,000 bytes)"
+            );
         }
         Ok(())
     }

@@ -52,6 +52,10 @@ struct ServeArgs {
     /// Retention: events kept per agent; the oldest go first.
     #[arg(long, env = "STASIS_MAX_EVENTS_PER_AGENT", default_value_t = stasis_domain::limits::DEFAULT_MAX_EVENTS)]
     max_events_per_agent: u64,
+    /// kilo.db snapshots up to this many bytes are stored in the agent's
+    /// SQL; larger ones (up to 26,214,400) in the KV folder.
+    #[arg(long, env = "STASIS_SNAPSHOT_INLINE_LIMIT", default_value_t = stasis_domain::snapshot::DEFAULT_INLINE_LIMIT)]
+    snapshot_inline_limit: u64,
     #[command(flatten)]
     secret: SecretArgs,
 }
@@ -90,6 +94,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         data_dir: args.data_dir,
         durability: args.durability,
         max_events_per_agent: args.max_events_per_agent,
+        snapshot_inline_limit: args.snapshot_inline_limit,
         secret: config::load_secret(args.secret.secret, args.secret.secret_file)?,
     };
     config.check()?;

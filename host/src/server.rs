@@ -28,6 +28,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         data_dir = %config.data_dir.display(),
         durability = ?config.durability,
         max_events_per_agent = config.max_events_per_agent,
+        snapshot_inline_limit = config.snapshot_inline_limit,
         "stasis is serving"
     );
     if config.secret.is_none() {
@@ -44,12 +45,7 @@ pub fn build_api(config: &ServeConfig) -> anyhow::Result<Arc<Api<HostObjects>>> 
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data folder {}", config.data_dir.display()))?;
     let components = Components::load(&config.data_dir.join("cache"))?;
-    let objects = HostObjects::new(
-        components,
-        config.data_dir.clone(),
-        config.durability,
-        config.max_events_per_agent,
-    );
+    let objects = HostObjects::new(components, config);
     Ok(Arc::new(Api::new(objects, config.secret.clone())))
 }
 
@@ -128,7 +124,7 @@ async fn respond(
                 .downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
-            return Ok(full(ApiError::body_too_large(limit).into_response()));
+            return Ok(full(admitted.body_too_large().into_response()));
         }
         Err(err) => {
             return Ok(full(

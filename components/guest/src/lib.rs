@@ -12,9 +12,10 @@ pub mod bindings {
     });
 }
 
-use bindings::stasis::objects::{sql, types};
+use bindings::stasis::objects::{kv_store, sql, types};
 use stasis_domain::{
     DomainError, Refusal,
+    snapshot::saga::BlobStore,
     sql::{Row, SqlStore, SqlValue, StorageError},
 };
 
@@ -92,4 +93,63 @@ pub fn to_wit_error(err: DomainError) -> types::Error {
 /// Runs a domain function and maps its error onto the WIT variant.
 pub fn run<T>(f: impl FnOnce() -> Result<T, DomainError>) -> Result<T, types::Error> {
     f().map_err(to_wit_error)
+}
+
+/// A bucket of the host's KV store, as the domain's blob port. Every call
+/// answers at once, so the saga runs through [`saga::run_ready`].
+///
+/// [`saga::run_ready`]: stasis_domain::snapshot::saga::run_ready
+pub struct ImportedKv {
+    bucket: kv_store::Bucket,
+}
+
+impl ImportedKv {
+    /// Opens the bucket named `name`.
+    pub fn open(name: &str) -> Result<Self, DomainError> {
+        kv_store::open(name)
+            .map(|bucket| Self { bucket })
+            .map_err(kv_error)
+    }
+}
+
+impl BlobStore for ImportedKv {
+    async fn put(&self, key: &str, value: &[u8]) -> Result<(), DomainError> {
+        self.bucket.set(key, value).map_err(kv_error)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, DomainError> {
+        self.bucket.get(key).map_err(kv_error)
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), DomainError> {
+        self.bucket.delete(key).map_err(kv_error)
+    }
+
+    async fn list(
+        &self,
+        prefix: &str,
+        cursor: Option<String>,
+    ) -> Result<(Vec<String>, Option<String>), DomainError> {
+        self.bucket
+            .list_keys(prefix, cursor.as_deref())
+            .map(|page| (page.keys, page.cursor))
+            .map_err(kv_error)
+    }
+
+    /// The host's KV folder is strongly consistent: a missing key is
+    /// missing.
+    fn propagation_delays_ms(&self) -> &[u64] {
+        &[]
+    }
+
+    async fn pause(&self, _ms: u64) {}
+}
+
+fn kv_error(err: kv_store::Error) -> DomainError {
+    let detail = match err {
+        kv_store::Error::NoSuchStore => "no such KV store".to_owned(),
+        kv_store::Error::AccessDenied => "KV access denied".to_owned(),
+        kv_store::Error::Other(detail) => detail,
+    };
+    DomainError::Storage(format!("KV: {detail}"))
 }

@@ -5,6 +5,11 @@ use http::{HeaderMap, StatusCode, header};
 
 /// Accepts `application/json` (with parameters) or no content type at all.
 pub fn check_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    check_content_type(headers, "application/json")
+}
+
+/// Accepts `wanted` (with parameters) or no content type at all.
+pub fn check_content_type(headers: &HeaderMap, wanted: &str) -> Result<(), ApiError> {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
         return Ok(());
     };
@@ -16,13 +21,13 @@ pub fn check_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
-    if essence == "application/json" {
+    if essence == wanted {
         Ok(())
     } else {
         Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
-            format!("this endpoint takes application/json, not {essence:?}"),
+            format!("this endpoint takes {wanted}, not {essence:?}"),
         ))
     }
 }

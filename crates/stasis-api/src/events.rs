@@ -60,6 +60,10 @@ pub fn render(reply: AgentReply) -> Response<Bytes> {
                 .collect();
             reply::json(StatusCode::OK, &serde_json::json!({ "sessions": list }))
         }
+        AgentReply::Snapshot(_) => {
+            ApiError::internal("a snapshot step's answer reached the event-log renderer")
+                .into_response()
+        }
     }
 }
 

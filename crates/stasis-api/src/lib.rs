@@ -23,10 +23,11 @@ mod objects;
 mod query;
 pub mod reply;
 pub mod route;
+mod snapshot;
 pub mod sse;
 
 pub use error::ApiError;
-pub use objects::Objects;
+pub use objects::{Objects, Snapshots};
 
 use auth::Scope;
 use bytes::Bytes;
@@ -52,9 +53,17 @@ pub struct Admitted {
 
 impl Admitted {
     /// The most body bytes the runtime may read for this request; past
-    /// that it answers [`ApiError::body_too_large`].
+    /// that it answers [`Admitted::body_too_large`].
     pub fn body_limit(&self) -> u64 {
         self.body_limit
+    }
+
+    /// The 413 for a body past [`Admitted::body_limit`].
+    pub fn body_too_large(&self) -> ApiError {
+        match self.endpoint {
+            Endpoint::AgentSnapshot(_) => ApiError::from(stasis_domain::snapshot::too_large()),
+            _ => ApiError::body_too_large(self.body_limit),
+        }
     }
 }
 
@@ -69,7 +78,7 @@ pub enum Reply {
 /// Bodies of requests that carry none worth reading.
 const NO_BODY_LIMIT: u64 = 64 * 1024;
 
-impl<O: Objects> Api<O> {
+impl<O: Objects + Snapshots> Api<O> {
     /// An API over `objects`. With no `secret`, every request is treated as
     /// admin (the host then binds to loopback only).
     pub fn new(objects: O, secret: Option<Vec<u8>>) -> Self {
@@ -105,20 +114,25 @@ impl<O: Objects> Api<O> {
                 body::check_json_content_type(&head.headers)?;
                 events::APPEND_BODY_LIMIT
             }
+            (Endpoint::AgentSnapshot(_), &Method::PUT | &Method::POST) => {
+                snapshot::check_content_type(&head.headers)?;
+                snapshot::BODY_LIMIT
+            }
             _ => NO_BODY_LIMIT,
         };
-        if let Some(length) = content_length(&head.headers)?
-            && length > body_limit
-        {
-            return Err(ApiError::body_too_large(body_limit));
-        }
-        Ok(Admitted {
+        let admitted = Admitted {
             endpoint,
             method: head.method.clone(),
             query: head.uri.query().map(str::to_owned),
             headers: head.headers.clone(),
             body_limit,
-        })
+        };
+        if let Some(length) = content_length(&head.headers)?
+            && length > body_limit
+        {
+            return Err(admitted.body_too_large());
+        }
+        Ok(admitted)
     }
 
     fn authenticate(&self, headers: &HeaderMap) -> Result<Scope, ApiError> {
@@ -191,6 +205,16 @@ impl<O: Objects> Api<O> {
             Endpoint::AgentSessions(key) => {
                 events::render(self.objects.agent(&key, AgentCall::ListSessions).await?)
             }
+            Endpoint::AgentSnapshot(key) => match method {
+                Method::PUT | Method::POST => {
+                    snapshot::put(&self.objects, &key, &headers, body).await?
+                }
+                Method::DELETE => snapshot::delete(&self.objects, &key).await?,
+                _ => {
+                    let with_bytes = method == Method::GET;
+                    snapshot::get(&self.objects, &key, &headers, with_bytes).await?
+                }
+            },
         };
         Ok(Reply::Full(response))
     }
@@ -246,10 +270,13 @@ fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
         .ok_or_else(|| ApiError::invalid_request("Content-Length must be an integer"))
 }
 
+/// A HEAD answer: the GET's headers (its Content-Length included), no body.
 fn strip_body(response: Response<Bytes>) -> Response<Bytes> {
     let (mut parts, body) = response.into_parts();
-    parts
-        .headers
-        .insert(header::CONTENT_LENGTH, http::HeaderValue::from(body.len()));
+    if !parts.headers.contains_key(header::CONTENT_LENGTH) {
+        parts
+            .headers
+            .insert(header::CONTENT_LENGTH, http::HeaderValue::from(body.len()));
+    }
     Response::from_parts(parts, Bytes::new())
 }

@@ -1,9 +1,11 @@
 //! The port each runtime implements: how a call reaches an object.
 
+use bytes::Bytes;
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply},
     ids::AgentKey,
+    snapshot::{PutRequest, SnapshotMeta},
 };
 use std::{future::Future, time::Duration};
 
@@ -33,4 +35,33 @@ pub trait Objects {
     /// The runtime's clock, in ms since the epoch (wasm32 targets have no
     /// portable clock, so the runtime supplies it).
     fn now_ms(&self) -> i64;
+}
+
+/// Snapshot operations on an agent. Each runtime runs the domain's snapshot
+/// saga (`stasis_domain::snapshot::saga`): the host inside its snapshot
+/// component, the edge across the agent's Durable Object and Workers KV.
+pub trait Snapshots {
+    /// Stores a snapshot.
+    fn snapshot_put(
+        &self,
+        key: &AgentKey,
+        request: PutRequest,
+        body: Bytes,
+    ) -> impl Future<Output = Result<SnapshotMeta, DomainError>>;
+
+    /// The current snapshot, with its verified bytes when `with_bytes`.
+    fn snapshot_read(
+        &self,
+        key: &AgentKey,
+        with_bytes: bool,
+    ) -> impl Future<Output = Result<Option<(SnapshotMeta, Option<Bytes>)>, DomainError>>;
+
+    /// Deletes the current snapshot and its KV key.
+    fn snapshot_delete(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>>;
+
+    /// Removes every snapshot row and KV key of the agent (destroy, import).
+    fn snapshot_wipe(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>>;
+
+    /// Snapshots up to this many bytes are stored inline.
+    fn snapshot_inline_limit(&self) -> u64;
 }

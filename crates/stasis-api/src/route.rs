@@ -13,6 +13,8 @@ pub enum Endpoint {
     AgentEvents(AgentKey),
     /// `/api/towns/{town}/rigs/{rig}/agents/{agent}/sessions`
     AgentSessions(AgentKey),
+    /// `/api/towns/{town}/rigs/{rig}/agents/{agent}/db-snapshot`
+    AgentSnapshot(AgentKey),
 }
 
 /// An endpoint's kind: what the path's shape says before its ids are read.
@@ -21,6 +23,7 @@ enum Kind {
     Health,
     AgentEvents,
     AgentSessions,
+    AgentSnapshot,
 }
 
 impl Kind {
@@ -28,6 +31,7 @@ impl Kind {
         match self {
             Kind::Health | Kind::AgentSessions => &[Method::GET],
             Kind::AgentEvents => &[Method::GET, Method::POST],
+            Kind::AgentSnapshot => &[Method::GET, Method::PUT, Method::POST, Method::DELETE],
         }
     }
 }
@@ -37,7 +41,9 @@ impl Endpoint {
     pub fn town(&self) -> Option<&str> {
         match self {
             Endpoint::Health => None,
-            Endpoint::AgentEvents(key) | Endpoint::AgentSessions(key) => Some(&key.town),
+            Endpoint::AgentEvents(key)
+            | Endpoint::AgentSessions(key)
+            | Endpoint::AgentSnapshot(key) => Some(&key.town),
         }
     }
 }
@@ -56,6 +62,9 @@ pub fn resolve(raw_path: &str, method: &Method) -> Result<Endpoint, ApiError> {
         ["api", "towns", _, "rigs", _, "agents", _, "sessions"] => {
             (Kind::AgentSessions, &segments[2..7])
         }
+        ["api", "towns", _, "rigs", _, "agents", _, "db-snapshot"] => {
+            (Kind::AgentSnapshot, &segments[2..7])
+        }
         _ => return Err(ApiError::no_route(raw_path)),
     };
     let allowed = kind.allowed_methods();
@@ -72,6 +81,7 @@ pub fn resolve(raw_path: &str, method: &Method) -> Result<Endpoint, ApiError> {
         Kind::Health => Endpoint::Health,
         Kind::AgentEvents => Endpoint::AgentEvents(agent_key()?),
         Kind::AgentSessions => Endpoint::AgentSessions(agent_key()?),
+        Kind::AgentSnapshot => Endpoint::AgentSnapshot(agent_key()?),
     })
 }
 
@@ -98,11 +108,11 @@ fn decode_segments(raw_path: &str) -> Result<Vec<String>, ApiError> {
 
 /// 405 for a method the endpoint does not take.
 fn method_not_allowed(allowed: &[Method], method: &Method) -> ApiError {
-    let names: Vec<&str> = allowed.iter().map(Method::as_str).collect();
-    let mut allow = names.join(", ");
+    let mut names: Vec<&str> = allowed.iter().map(Method::as_str).collect();
     if allowed.contains(&Method::GET) {
-        allow.push_str(", HEAD");
+        names.push(Method::HEAD.as_str());
     }
+    let allow = names.join(", ");
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",

@@ -8,9 +8,16 @@
 //! acknowledged before it is durable.
 
 use super::{
-    bindings::{EventLogComponent, exports::stasis::objects::event_log as wit},
+    bindings::{
+        WitError,
+        event_log::{EventLogComponent, exports::stasis::objects::event_log as wit},
+        snapshot::SnapshotComponent,
+    },
+    calls::{ObjectAnswer, ObjectCall},
     components::Components,
     guest_state::GuestState,
+    kv_folder::KvFolder,
+    snapshot_calls,
 };
 use rusqlite::Connection;
 use stasis_domain::{
@@ -28,9 +35,16 @@ use wasmtime::Store;
 
 /// A queued call and where its answer goes.
 struct Job {
-    call: AgentCall,
+    call: ObjectCall,
     env: ObjectEnv,
-    reply: oneshot::Sender<Result<AgentReply, DomainError>>,
+    reply: oneshot::Sender<Result<ObjectAnswer, DomainError>>,
+}
+
+/// The component instances of one call group, made on first use.
+#[derive(Default)]
+struct Instances {
+    event_log: Option<EventLogComponent>,
+    snapshot: Option<SnapshotComponent>,
 }
 
 #[derive(Default)]
@@ -45,16 +59,18 @@ struct Queue {
 pub struct AgentObject {
     path: PathBuf,
     durability: Durability,
+    kv: Arc<KvFolder>,
     queue: Mutex<Queue>,
     last_seq: watch::Sender<u64>,
 }
 
 impl AgentObject {
     /// An object whose database lives at `path` (opened on first use).
-    pub fn new(path: PathBuf, durability: Durability) -> Self {
+    pub fn new(path: PathBuf, durability: Durability, kv: Arc<KvFolder>) -> Self {
         Self {
             path,
             durability,
+            kv,
             queue: Mutex::new(Queue::default()),
             last_seq: watch::Sender::new(0),
         }
@@ -69,9 +85,9 @@ impl AgentObject {
     pub async fn call(
         self: &Arc<Self>,
         components: &Arc<Components>,
-        call: AgentCall,
+        call: ObjectCall,
         env: ObjectEnv,
-    ) -> Result<AgentReply, DomainError> {
+    ) -> Result<ObjectAnswer, DomainError> {
         let (reply, answer) = oneshot::channel();
         let start_worker = {
             let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -157,16 +173,19 @@ impl AgentObject {
         &self,
         components: &Components,
         db: SqliteStore,
-        jobs: Vec<Job>,
+        mut jobs: Vec<Job>,
     ) -> Result<SqliteStore, DomainError> {
         let started = std::time::Instant::now();
-        let mut store = Store::new(&components.engine, GuestState::new(db));
+        let mut store = Store::new(
+            &components.engine,
+            GuestState::new(db, Arc::clone(&self.kv)),
+        );
         let mut results = Vec::with_capacity(jobs.len());
         let began = begin(store.data().connection());
-        let mut instance: Option<EventLogComponent> = None;
-        for job in &jobs {
+        let mut instances = Instances::default();
+        for job in jobs.iter_mut() {
             let result = match &began {
-                Ok(()) => self.run_one(components, &mut store, &mut instance, job),
+                Ok(()) => self.run_one(components, &mut store, &mut instances, job),
                 Err(err) => Err(err.clone()),
             };
             results.push(result);
@@ -184,7 +203,7 @@ impl AgentObject {
                 (Err(err), Ok(_)) => Err(err.clone()),
                 (_, result) => result,
             };
-            if let Ok(AgentReply::Appended(outcome)) = &result {
+            if let Ok(ObjectAnswer::Agent(AgentReply::Appended(outcome))) = &result {
                 newest = newest.max(Some(outcome.last_seq));
             }
             let _ = job.reply.send(result);
@@ -204,23 +223,28 @@ impl AgentObject {
         &self,
         components: &Components,
         store: &mut Store<GuestState>,
-        instance: &mut Option<EventLogComponent>,
-        job: &Job,
-    ) -> Result<AgentReply, DomainError> {
+        instances: &mut Instances,
+        job: &mut Job,
+    ) -> Result<ObjectAnswer, DomainError> {
         let savepoint = Savepoint::open(store.data().connection())?;
-        let guest = match instance {
-            Some(guest) => guest,
-            None => instance.insert(components.event_log.instantiate(&mut *store).map_err(
-                |err| {
-                    DomainError::Storage(format!("instantiating the event-log component: {err:#}"))
-                },
-            )?),
+        let result = match &mut job.call {
+            ObjectCall::Agent(call) => {
+                let guest = instance(&mut instances.event_log, "event-log", || {
+                    components.event_log.instantiate(&mut *store)
+                })?;
+                call_event_log(guest, store, call, &job.env).map(ObjectAnswer::Agent)
+            }
+            ObjectCall::Snapshot(op) => {
+                let guest = instance(&mut instances.snapshot, "snapshot", || {
+                    components.snapshot.instantiate(&mut *store)
+                })?;
+                snapshot_calls::call(guest, store, op, &job.env).map(ObjectAnswer::Snapshot)
+            }
         };
-        let result = call_event_log(guest, store, &job.call, &job.env);
         if result.is_err() {
-            // A trap leaves the instance unusable; take a fresh one next.
+            // A trap leaves an instance unusable; take fresh ones next.
             if matches!(result, Err(DomainError::Storage(_))) {
-                *instance = None;
+                *instances = Instances::default();
             }
             savepoint.rollback(store.data().connection())?;
         } else {
@@ -228,6 +252,21 @@ impl AgentObject {
         }
         result
     }
+}
+
+/// The group's instance of a component, instantiated on first use.
+fn instance<'a, T>(
+    slot: &'a mut Option<T>,
+    name: &str,
+    make: impl FnOnce() -> wasmtime::Result<T>,
+) -> Result<&'a T, DomainError> {
+    if slot.is_none() {
+        *slot = Some(make().map_err(|err| {
+            DomainError::Storage(format!("instantiating the {name} component: {err:#}"))
+        })?);
+    }
+    slot.as_ref()
+        .ok_or_else(|| DomainError::Storage(format!("the {name} instance vanished")))
 }
 
 /// Sends one call to the event-log component.
@@ -318,14 +357,17 @@ fn call_event_log(
                     .collect(),
             ))
         }
+        AgentCall::Snapshot(_) => Err(DomainError::Storage(
+            "snapshot steps run inside the snapshot component on this host".into(),
+        )),
     }
 }
 
 /// The WIT error variant as the domain's error.
-pub fn from_wit_error(err: super::bindings::stasis::objects::types::Error) -> DomainError {
-    use super::bindings::stasis::objects::types::Error as E;
-    let refusal =
-        |r: super::bindings::stasis::objects::types::Refusal| Refusal::new(r.code, r.message);
+pub fn from_wit_error(err: WitError) -> DomainError {
+    use super::bindings::imports::stasis::objects::types::Refusal as WitRefusal;
+    use WitError as E;
+    let refusal = |r: WitRefusal| Refusal::new(r.code, r.message);
     match err {
         E::InvalidInput(r) => DomainError::InvalidInput(refusal(r)),
         E::NotFound(r) => DomainError::NotFound(refusal(r)),

@@ -1,8 +1,45 @@
 //! Host-side bindings of the component worlds, generated from `wit/`.
+//!
+//! The imports every guest shares (`types`, `sql`, `kv-store`) are generated
+//! once in [`imports`]; each component's world reuses them, so one linker
+//! serves every component.
 
 #![allow(missing_docs, reason = "generated bindings")]
 
-wasmtime::component::bindgen!({
-    world: "event-log-component",
-    path: "../wit",
-});
+/// The storage imports.
+pub mod imports {
+    wasmtime::component::bindgen!({
+        world: "guest-imports",
+        path: "../wit",
+        with: {
+            "stasis:objects/kv-store.bucket": crate::runtime::kv_folder::BucketHandle,
+        },
+    });
+}
+
+/// The event-log component's exports.
+pub mod event_log {
+    wasmtime::component::bindgen!({
+        world: "event-log-component",
+        path: "../wit",
+        with: {
+            "stasis:objects/types": crate::runtime::bindings::imports::stasis::objects::types,
+            "stasis:objects/sql": crate::runtime::bindings::imports::stasis::objects::sql,
+        },
+    });
+}
+
+/// The snapshot component's exports.
+pub mod snapshot {
+    wasmtime::component::bindgen!({
+        world: "snapshot-component",
+        path: "../wit",
+        with: {
+            "stasis:objects/types": crate::runtime::bindings::imports::stasis::objects::types,
+            "stasis:objects/sql": crate::runtime::bindings::imports::stasis::objects::sql,
+            "stasis:objects/kv-store": crate::runtime::bindings::imports::stasis::objects::kv_store,
+        },
+    });
+}
+
+pub use imports::stasis::objects::types::Error as WitError;

@@ -5,7 +5,12 @@
 //! component's bytes and wasmtime's own compatibility hash (version,
 //! settings, CPU features), so a stale entry is never loaded.
 
-use super::{bindings::EventLogComponentPre, guest_state::GuestState};
+use super::{
+    bindings::{
+        event_log::EventLogComponentPre, imports::GuestImports, snapshot::SnapshotComponentPre,
+    },
+    guest_state::GuestState,
+};
 use anyhow::Context;
 use sha2::{Digest, Sha256};
 use std::{
@@ -19,6 +24,8 @@ use wasmtime::{
 
 const EVENT_LOG_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/stasis_event_log_component.wasm"));
+const SNAPSHOT_WASM: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/stasis_snapshot_component.wasm"));
 
 /// Every component, compiled and linked, ready to instantiate per call group.
 pub struct Components {
@@ -26,6 +33,8 @@ pub struct Components {
     pub engine: Engine,
     /// The event-log component.
     pub event_log: EventLogComponentPre<GuestState>,
+    /// The snapshot component.
+    pub snapshot: SnapshotComponentPre<GuestState>,
 }
 
 impl Components {
@@ -34,13 +43,16 @@ impl Components {
         let engine = Engine::new(&engine_config())?;
         let mut linker = Linker::<GuestState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        super::bindings::EventLogComponent::add_to_linker::<_, HasSelf<GuestState>>(
-            &mut linker,
-            |state| state,
-        )?;
+        GuestImports::add_to_linker::<_, HasSelf<GuestState>>(&mut linker, |state| state)?;
         let component = load_cached(&engine, cache_dir, "event-log", EVENT_LOG_WASM)?;
         let event_log = EventLogComponentPre::new(linker.instantiate_pre(&component)?)?;
-        Ok(Self { engine, event_log })
+        let component = load_cached(&engine, cache_dir, "snapshot", SNAPSHOT_WASM)?;
+        let snapshot = SnapshotComponentPre::new(linker.instantiate_pre(&component)?)?;
+        Ok(Self {
+            engine,
+            event_log,
+            snapshot,
+        })
     }
 }
 

@@ -1,26 +1,33 @@
 //! What a guest's store holds: the object's SQLite connection, answering the
-//! `sql` import, and an empty WASI context (no files, no network, no env).
+//! `sql` import, the KV folder, answering `kv-store`, and an empty WASI
+//! context (no files, no network, no env).
 
-use super::bindings::stasis::objects::{sql, types};
+use super::{
+    bindings::imports::stasis::objects::{kv_store, sql, types},
+    kv_folder::{BucketHandle, KvError, KvFolder},
+};
 use rusqlite::Connection;
 use stasis_domain::sql::SqlValue;
 use stasis_sqlite::{SqliteStore, ValueRef};
-use wasmtime::component::ResourceTable;
+use std::sync::Arc;
+use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The data of one wasmtime store: one object, for one group of calls.
 pub struct GuestState {
     /// The object's database; the executor owns the transaction around it.
     pub db: SqliteStore,
+    kv: Arc<KvFolder>,
     wasi: WasiCtx,
     table: ResourceTable,
 }
 
 impl GuestState {
-    /// State over an open database.
-    pub fn new(db: SqliteStore) -> Self {
+    /// State over an open database and the host's KV folder.
+    pub fn new(db: SqliteStore, kv: Arc<KvFolder>) -> Self {
         Self {
             db,
+            kv,
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
         }
@@ -53,6 +60,89 @@ impl sql::Host for GuestState {
         self.db
             .execute_as(&statement, &params, to_wit)
             .map_err(sql_error)
+    }
+}
+
+impl kv_store::Host for GuestState {
+    fn open(&mut self, identifier: String) -> Result<Resource<BucketHandle>, kv_store::Error> {
+        let bucket = self.kv.open(&identifier).map_err(kv_error)?;
+        self.table
+            .push(bucket)
+            .map_err(|err| kv_store::Error::Other(err.to_string()))
+    }
+}
+
+impl GuestState {
+    fn bucket(&self, handle: &Resource<BucketHandle>) -> Result<BucketHandle, kv_store::Error> {
+        self.table
+            .get(handle)
+            .cloned()
+            .map_err(|err| kv_store::Error::Other(err.to_string()))
+    }
+}
+
+impl kv_store::HostBucket for GuestState {
+    fn get(
+        &mut self,
+        bucket: Resource<BucketHandle>,
+        key: String,
+    ) -> Result<Option<Vec<u8>>, kv_store::Error> {
+        let bucket = self.bucket(&bucket)?;
+        self.kv.get(&bucket, &key).map_err(kv_error)
+    }
+
+    fn set(
+        &mut self,
+        bucket: Resource<BucketHandle>,
+        key: String,
+        value: Vec<u8>,
+    ) -> Result<(), kv_store::Error> {
+        let bucket = self.bucket(&bucket)?;
+        self.kv.set(&bucket, &key, &value).map_err(kv_error)
+    }
+
+    fn delete(
+        &mut self,
+        bucket: Resource<BucketHandle>,
+        key: String,
+    ) -> Result<(), kv_store::Error> {
+        let bucket = self.bucket(&bucket)?;
+        self.kv.delete(&bucket, &key).map_err(kv_error)
+    }
+
+    fn exists(
+        &mut self,
+        bucket: Resource<BucketHandle>,
+        key: String,
+    ) -> Result<bool, kv_store::Error> {
+        let bucket = self.bucket(&bucket)?;
+        self.kv.exists(&bucket, &key).map_err(kv_error)
+    }
+
+    fn list_keys(
+        &mut self,
+        bucket: Resource<BucketHandle>,
+        prefix: String,
+        cursor: Option<String>,
+    ) -> Result<kv_store::KeyResponse, kv_store::Error> {
+        let bucket = self.bucket(&bucket)?;
+        let (keys, cursor) = self
+            .kv
+            .list(&bucket, &prefix, cursor.as_deref())
+            .map_err(kv_error)?;
+        Ok(kv_store::KeyResponse { keys, cursor })
+    }
+
+    fn drop(&mut self, bucket: Resource<BucketHandle>) -> wasmtime::Result<()> {
+        self.table.delete(bucket)?;
+        Ok(())
+    }
+}
+
+fn kv_error(err: KvError) -> kv_store::Error {
+    match err {
+        KvError::InvalidName(message) => kv_store::Error::Other(message),
+        KvError::Io { .. } => kv_store::Error::Other(err.to_string()),
     }
 }
 

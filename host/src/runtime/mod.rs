@@ -2,9 +2,12 @@
 
 pub mod agent_object;
 pub mod bindings;
+pub mod calls;
 pub mod components;
 pub mod guest_state;
+pub mod kv_folder;
 pub mod objects;
+pub mod snapshot_calls;
 
 pub use objects::HostObjects;
 

@@ -1,11 +1,19 @@
 //! The host's [`Objects`] port: a pool of agent objects on disk.
 
-use super::{agent_object::AgentObject, components::Components};
-use stasis_api::Objects;
+use super::{
+    agent_object::AgentObject,
+    calls::{ObjectAnswer, ObjectCall, SnapshotAnswer, SnapshotOp},
+    components::Components,
+    kv_folder::KvFolder,
+};
+use crate::config::ServeConfig;
+use bytes::Bytes;
+use stasis_api::{Objects, Snapshots};
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply, ObjectEnv},
     ids::AgentKey,
+    snapshot::{PutRequest, SnapshotMeta},
 };
 use stasis_sqlite::Durability;
 use std::{
@@ -26,25 +34,48 @@ struct Inner {
     data_dir: PathBuf,
     durability: Durability,
     max_events: u64,
+    snapshot_inline_limit: u64,
+    kv: Arc<KvFolder>,
     agents: Mutex<HashMap<AgentKey, Arc<AgentObject>>>,
 }
 
 impl HostObjects {
-    /// A pool over `data_dir`.
-    pub fn new(
-        components: Components,
-        data_dir: PathBuf,
-        durability: Durability,
-        max_events: u64,
-    ) -> Self {
+    /// A pool over the config's data folder: objects under `towns/`, KV
+    /// blobs under `kv/`.
+    pub fn new(components: Components, config: &ServeConfig) -> Self {
+        let kv = KvFolder::new(config.data_dir.join("kv"), config.durability);
         Self {
             inner: Arc::new(Inner {
                 components: Arc::new(components),
-                data_dir,
-                durability,
-                max_events,
+                data_dir: config.data_dir.clone(),
+                durability: config.durability,
+                max_events: config.max_events_per_agent,
+                snapshot_inline_limit: config.snapshot_inline_limit,
+                kv: Arc::new(kv),
                 agents: Mutex::new(HashMap::new()),
             }),
+        }
+    }
+
+    fn env(&self) -> ObjectEnv {
+        ObjectEnv {
+            now_ms: self.now_ms(),
+            max_events: self.inner.max_events,
+        }
+    }
+
+    async fn snapshot(
+        &self,
+        key: &AgentKey,
+        op: SnapshotOp,
+    ) -> Result<SnapshotAnswer, DomainError> {
+        match self
+            .agent_object(key)
+            .call(&self.inner.components, ObjectCall::Snapshot(op), self.env())
+            .await?
+        {
+            ObjectAnswer::Snapshot(answer) => Ok(answer),
+            ObjectAnswer::Agent(_) => Err(mismatch()),
         }
     }
 
@@ -59,6 +90,7 @@ impl HostObjects {
             Arc::new(AgentObject::new(
                 self.agent_path(key),
                 self.inner.durability,
+                Arc::clone(&self.inner.kv),
             ))
         }))
     }
@@ -80,13 +112,14 @@ impl HostObjects {
 
 impl Objects for HostObjects {
     async fn agent(&self, key: &AgentKey, call: AgentCall) -> Result<AgentReply, DomainError> {
-        let env = ObjectEnv {
-            now_ms: self.now_ms(),
-            max_events: self.inner.max_events,
-        };
-        self.agent_object(key)
-            .call(&self.inner.components, call, env)
-            .await
+        match self
+            .agent_object(key)
+            .call(&self.inner.components, ObjectCall::Agent(call), self.env())
+            .await?
+        {
+            ObjectAnswer::Agent(reply) => Ok(reply),
+            ObjectAnswer::Snapshot(_) => Err(mismatch()),
+        }
     }
 
     async fn wait_for_events(&self, key: &AgentKey, last_seq: u64, timeout: Duration) {
@@ -99,4 +132,48 @@ impl Objects for HostObjects {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
     }
+}
+
+impl Snapshots for HostObjects {
+    async fn snapshot_put(
+        &self,
+        key: &AgentKey,
+        request: PutRequest,
+        body: Bytes,
+    ) -> Result<SnapshotMeta, DomainError> {
+        match self
+            .snapshot(key, SnapshotOp::Put { request, body })
+            .await?
+        {
+            SnapshotAnswer::Stored(meta) => Ok(meta),
+            _ => Err(mismatch()),
+        }
+    }
+
+    async fn snapshot_read(
+        &self,
+        key: &AgentKey,
+        with_bytes: bool,
+    ) -> Result<Option<(SnapshotMeta, Option<Bytes>)>, DomainError> {
+        match self.snapshot(key, SnapshotOp::Get { with_bytes }).await? {
+            SnapshotAnswer::Found(found) => Ok(found),
+            _ => Err(mismatch()),
+        }
+    }
+
+    async fn snapshot_delete(&self, key: &AgentKey) -> Result<(), DomainError> {
+        self.snapshot(key, SnapshotOp::Delete).await.map(drop)
+    }
+
+    async fn snapshot_wipe(&self, key: &AgentKey) -> Result<(), DomainError> {
+        self.snapshot(key, SnapshotOp::Wipe).await.map(drop)
+    }
+
+    fn snapshot_inline_limit(&self) -> u64 {
+        self.inner.snapshot_inline_limit
+    }
+}
+
+fn mismatch() -> DomainError {
+    DomainError::Storage("an object answered with the wrong kind of reply".into())
 }
