@@ -3,16 +3,16 @@
 
 use crate::{do_sql::DoSql, settings};
 use futures::channel::oneshot;
-use js_sys::{Function, Reflect};
 use stasis_api::{Objects, sse::Tail};
 use stasis_domain::{
     DomainError,
     agent::{self, AgentCall, AgentReply, ObjectEnv},
     event_log,
     ids::AgentKey,
+    town::{TownCall, TownReply},
 };
 use std::{cell::RefCell, rc::Rc, time::Duration};
-use wasm_bindgen::{JsCast, JsValue, closure::Closure};
+use wasm_bindgen::JsValue;
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
 
 /// One agent: its log, sessions and (later) snapshots.
@@ -89,52 +89,15 @@ impl AgentCore {
             max_events: self.max_events,
         };
         let sql = self.sql.clone();
-        let reply = atomically(&self.storage, move || agent::execute(&sql, &call, &env));
+        let reply = crate::transaction::atomically(&self.storage, move || {
+            agent::execute(&sql, &call, &env)
+        });
         if matches!(reply, Ok(AgentReply::Appended(_))) {
             for waiter in self.waiters.borrow_mut().drain(..) {
                 let _ = waiter.send(());
             }
         }
         reply
-    }
-}
-
-/// Runs `f` inside `ctx.storage.transactionSync`, which rolls back every
-/// write when its callback throws; an `Err` from `f` is turned into a throw.
-fn atomically<T: 'static>(
-    storage: &JsValue,
-    f: impl FnOnce() -> std::result::Result<T, DomainError> + 'static,
-) -> std::result::Result<T, DomainError> {
-    let outcome: Rc<RefCell<Option<std::result::Result<T, DomainError>>>> = Rc::default();
-    let slot = Rc::clone(&outcome);
-    let mut f = Some(f);
-    let body = Closure::<dyn FnMut() -> std::result::Result<JsValue, JsValue>>::new(move || {
-        let Some(f) = f.take() else {
-            return Ok(JsValue::UNDEFINED);
-        };
-        let result = f();
-        let failed = result.is_err();
-        *slot.borrow_mut() = Some(result);
-        if failed {
-            Err(JsValue::from_str("stasis: refused, rolling back"))
-        } else {
-            Ok(JsValue::UNDEFINED)
-        }
-    });
-    let transaction_sync = Reflect::get(storage, &JsValue::from_str("transactionSync"))
-        .ok()
-        .and_then(|f| f.dyn_into::<Function>().ok());
-    let Some(transaction_sync) = transaction_sync else {
-        return Err(DomainError::Storage(
-            "ctx.storage.transactionSync is missing".into(),
-        ));
-    };
-    let thrown = transaction_sync.call1(storage, body.as_ref()).err();
-    let result = outcome.borrow_mut().take();
-    match (result, thrown) {
-        (Some(result), _) => result,
-        (None, Some(err)) => Err(DomainError::Storage(format!("transaction failed: {err:?}"))),
-        (None, None) => Err(DomainError::Storage("the transaction did not run".into())),
     }
 }
 
@@ -150,6 +113,17 @@ impl Objects for LocalAgent {
         call: AgentCall,
     ) -> std::result::Result<AgentReply, DomainError> {
         self.0.execute(call)
+    }
+
+    /// Tails never reach a town.
+    async fn town(
+        &self,
+        town: &str,
+        _call: TownCall,
+    ) -> std::result::Result<TownReply, DomainError> {
+        Err(DomainError::Storage(format!(
+            "town {town} is not reachable from inside an agent object"
+        )))
     }
 
     async fn wait_for_events(&self, _key: &AgentKey, last_seq: u64, timeout: Duration) {

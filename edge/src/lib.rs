@@ -4,8 +4,10 @@
 //! the HTTP contract (`stasis-api`) compile straight into this worker's wasm.
 //! This crate only adapts: requests to and from `http` types ([`convert`]),
 //! the [`stasis_api::Objects`] port over Durable Object stubs
-//! ([`objects`]), and the agent's Durable Object running the domain over its
-//! own SQLite ([`agent_object`], [`do_sql`]).
+//! ([`objects`]), and the agent's and the town's Durable Objects running the
+//! domain over their own SQLite ([`agent_object`], [`town_object`],
+//! [`do_sql`]). Snapshots run the domain's saga in the worker, over the
+//! agent's object and Workers KV ([`snapshots`]).
 
 mod agent_object;
 mod convert;
@@ -13,11 +15,14 @@ mod do_sql;
 mod objects;
 mod settings;
 mod snapshots;
+mod town_object;
+mod transaction;
 
 use stasis_api::{Api, ApiError, Reply};
 use worker::{Context, Env, Request, Response, Result, event};
 
 pub use agent_object::AgentObject;
+pub use town_object::TownObject;
 
 #[event(fetch)]
 async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {

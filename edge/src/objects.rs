@@ -8,6 +8,7 @@ use stasis_domain::{
     agent::{AgentCall, AgentReply},
     ids::AgentKey,
     snapshot::{PutRequest, SnapshotMeta, saga},
+    town::{TownCall, TownReply},
 };
 use std::time::Duration;
 use wasm_bindgen::JsValue;
@@ -15,6 +16,8 @@ use worker::{Env, Method, Request, RequestInit, Response, Stub};
 
 /// The binding of the agent Durable Object class in wrangler.toml.
 const AGENTS: &str = "AGENTS";
+/// The binding of the town Durable Object class in wrangler.toml.
+const TOWNS: &str = "TOWNS";
 
 /// Reaches objects through their Durable Object stubs.
 #[derive(Clone)]
@@ -71,6 +74,27 @@ impl Objects for EdgeObjects {
             .map_err(unreachable)?;
         response
             .json::<Result<AgentReply, DomainError>>()
+            .await
+            .map_err(unreachable)?
+    }
+
+    async fn town(&self, town: &str, call: TownCall) -> Result<TownReply, DomainError> {
+        let unreachable =
+            |err: worker::Error| DomainError::Storage(format!("town object {town}: {err}"));
+        let body =
+            serde_json::to_string(&call).map_err(|err| DomainError::Storage(err.to_string()))?;
+        let request = post_json("https://town.stasis/call", &body).map_err(unreachable)?;
+        let namespace = self.env.durable_object(TOWNS).map_err(unreachable)?;
+        let stub = namespace
+            .id_from_name(town)
+            .and_then(|id| id.get_stub())
+            .map_err(unreachable)?;
+        let mut response = stub
+            .fetch_with_request(request)
+            .await
+            .map_err(unreachable)?;
+        response
+            .json::<Result<TownReply, DomainError>>()
             .await
             .map_err(unreachable)?
     }

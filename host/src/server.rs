@@ -111,7 +111,12 @@ async fn respond(
     let (head, body) = request.into_parts();
     let admitted = match api.admit(&head) {
         Ok(admitted) => admitted,
-        Err(err) => return Ok(full(err.into_response())),
+        Err(err) => {
+            if err.status == http::StatusCode::PAYLOAD_TOO_LARGE {
+                discard_modest_body(&head.headers, &err, body).await;
+            }
+            return Ok(full(err.into_response()));
+        }
     };
     let limit = admitted.body_limit();
     let bytes = match Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX))
@@ -142,6 +147,35 @@ async fn respond(
             Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
         }
     })
+}
+
+/// How far past the limit a refused body may be and still be read (and
+/// thrown away) before answering: a client that sends its whole body before
+/// reading the answer then sees the 413 instead of a broken pipe. Larger
+/// bodies are refused at once.
+const DISCARD_SLACK: u64 = 1024 * 1024;
+/// How long reading a refused body may take.
+const DISCARD_TIME: Duration = Duration::from_secs(2);
+
+async fn discard_modest_body(headers: &http::HeaderMap, refusal: &ApiError, mut body: Incoming) {
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let limit = refusal
+        .extra
+        .get("limit")
+        .and_then(serde_json::Value::as_u64);
+    let (Some(declared), Some(limit)) = (declared, limit) else {
+        return;
+    };
+    if declared > limit.saturating_add(DISCARD_SLACK) {
+        return;
+    }
+    let _ = tokio::time::timeout(DISCARD_TIME, async {
+        while let Some(Ok(_)) = body.frame().await {}
+    })
+    .await;
 }
 
 fn full(response: Response<Bytes>) -> Response<Body> {

@@ -60,8 +60,11 @@ pub fn render(reply: AgentReply) -> Response<Bytes> {
                 .collect();
             reply::json(StatusCode::OK, &serde_json::json!({ "sessions": list }))
         }
-        AgentReply::Snapshot(_) => {
-            ApiError::internal("a snapshot step's answer reached the event-log renderer")
+        AgentReply::Snapshot(_)
+        | AgentReply::State(_)
+        | AgentReply::Conversation(_)
+        | AgentReply::DispatchContext(_) => {
+            ApiError::internal("another call's answer reached the event-log renderer")
                 .into_response()
         }
     }

@@ -14,17 +14,22 @@
 //! Live tails come back as [`Reply::Stream`]; the runtime turns
 //! [`sse::stream`] into its streaming body.
 
+mod agent_http;
 mod append_body;
 pub mod auth;
 mod body;
+mod body_rules;
+mod dispatch;
 pub mod error;
 mod events;
+mod manifest;
 mod objects;
 mod query;
 pub mod reply;
 pub mod route;
 mod snapshot;
 pub mod sse;
+mod town_http;
 
 pub use error::ApiError;
 pub use objects::{Objects, Snapshots};
@@ -32,7 +37,7 @@ pub use objects::{Objects, Snapshots};
 use auth::Scope;
 use bytes::Bytes;
 use http::{HeaderMap, Method, Response, StatusCode, header, request::Parts};
-use route::Endpoint;
+use route::{AgentEndpoint, Endpoint, TownEndpoint};
 use stasis_domain::agent::AgentCall;
 
 /// The API over one runtime's objects.
@@ -60,10 +65,7 @@ impl Admitted {
 
     /// The 413 for a body past [`Admitted::body_limit`].
     pub fn body_too_large(&self) -> ApiError {
-        match self.endpoint {
-            Endpoint::AgentSnapshot(_) => ApiError::from(stasis_domain::snapshot::too_large()),
-            _ => ApiError::body_too_large(self.body_limit),
-        }
+        body_rules::too_large(&self.endpoint, self.body_limit)
     }
 }
 
@@ -74,9 +76,6 @@ pub enum Reply {
     /// A Server-Sent Events stream; see [`sse::stream`].
     Stream(sse::Tail),
 }
-
-/// Bodies of requests that carry none worth reading.
-const NO_BODY_LIMIT: u64 = 64 * 1024;
 
 impl<O: Objects + Snapshots> Api<O> {
     /// An API over `objects`. With no `secret`, every request is treated as
@@ -109,17 +108,7 @@ impl<O: Objects + Snapshots> Api<O> {
                 format!("this token does not reach town {town:?}"),
             ));
         }
-        let body_limit = match (&endpoint, &head.method) {
-            (Endpoint::AgentEvents(_), &Method::POST) => {
-                body::check_json_content_type(&head.headers)?;
-                events::APPEND_BODY_LIMIT
-            }
-            (Endpoint::AgentSnapshot(_), &Method::PUT | &Method::POST) => {
-                snapshot::check_content_type(&head.headers)?;
-                snapshot::BODY_LIMIT
-            }
-            _ => NO_BODY_LIMIT,
-        };
+        let body_limit = body_rules::check(&endpoint, &head.method, &head.headers)?;
         let admitted = Admitted {
             endpoint,
             method: head.method.clone(),
@@ -172,20 +161,16 @@ impl<O: Objects + Snapshots> Api<O> {
             ..
         } = admitted;
         let query = query::Query::parse(query.as_deref());
+        let objects = &self.objects;
         let response = match endpoint {
             Endpoint::Health => reply::json(StatusCode::OK, &serde_json::json!({"status": "ok"})),
-            Endpoint::AgentEvents(key) if method == Method::POST => {
+            Endpoint::Agent(key, AgentEndpoint::Events) if method == Method::POST => {
                 let batch = events::parse_append(&body)?;
-                events::render(
-                    self.objects
-                        .agent(&key, AgentCall::AppendEvents(batch))
-                        .await?,
-                )
+                events::render(objects.agent(&key, AgentCall::AppendEvents(batch)).await?)
             }
-            Endpoint::AgentEvents(key) => {
+            Endpoint::Agent(key, AgentEndpoint::Events) => {
                 let read = events::parse_read(&query, last_event_id(&headers)?)?;
-                let reply = self
-                    .objects
+                let reply = objects
                     .agent(&key, AgentCall::ReadEvents(read.clone()))
                     .await?;
                 if wants_event_stream(&headers) && method == Method::GET {
@@ -202,21 +187,70 @@ impl<O: Objects + Snapshots> Api<O> {
                 }
                 events::render(reply)
             }
-            Endpoint::AgentSessions(key) => {
-                events::render(self.objects.agent(&key, AgentCall::ListSessions).await?)
+            Endpoint::Agent(key, endpoint) => {
+                self.agent_endpoint(&key, endpoint, &method, &query, &headers, body)
+                    .await?
             }
-            Endpoint::AgentSnapshot(key) => match method {
-                Method::PUT | Method::POST => {
-                    snapshot::put(&self.objects, &key, &headers, body).await?
-                }
-                Method::DELETE => snapshot::delete(&self.objects, &key).await?,
-                _ => {
-                    let with_bytes = method == Method::GET;
-                    snapshot::get(&self.objects, &key, &headers, with_bytes).await?
-                }
-            },
+            Endpoint::Town(town, endpoint) => {
+                self.town_endpoint(&town, endpoint, &method, &query, &body)
+                    .await?
+            }
         };
         Ok(Reply::Full(response))
+    }
+
+    async fn agent_endpoint(
+        &self,
+        key: &stasis_domain::ids::AgentKey,
+        endpoint: AgentEndpoint,
+        method: &Method,
+        query: &query::Query,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Response<Bytes>, ApiError> {
+        let objects = &self.objects;
+        match endpoint {
+            AgentEndpoint::Record => agent_http::record(objects, key, method, &body).await,
+            AgentEndpoint::Sessions => agent_http::sessions(objects, key).await,
+            AgentEndpoint::Session(id) => {
+                agent_http::session(objects, key, &id, method, &body).await
+            }
+            AgentEndpoint::Conversation => agent_http::conversation(objects, key, query).await,
+            AgentEndpoint::Checkpoint => agent_http::checkpoint(objects, key, method, &body).await,
+            AgentEndpoint::Memory => agent_http::memory_list(objects, key, query).await,
+            AgentEndpoint::MemoryEntry(memory_key) => {
+                agent_http::memory_entry(objects, key, &memory_key, method, &body).await
+            }
+            AgentEndpoint::Snapshot => match *method {
+                Method::PUT | Method::POST => snapshot::put(objects, key, headers, body).await,
+                Method::DELETE => snapshot::delete(objects, key).await,
+                _ => snapshot::get(objects, key, headers, *method == Method::GET).await,
+            },
+            AgentEndpoint::Export => manifest::export(objects, key).await,
+            AgentEndpoint::Import => manifest::import(objects, key, &body).await,
+            AgentEndpoint::Dispatch => town_http::dispatch_agent(objects, key, &body).await,
+            AgentEndpoint::Events => Err(ApiError::internal("events are routed above")),
+        }
+    }
+
+    async fn town_endpoint(
+        &self,
+        town: &str,
+        endpoint: TownEndpoint,
+        method: &Method,
+        query: &query::Query,
+        body: &Bytes,
+    ) -> Result<Response<Bytes>, ApiError> {
+        let objects = &self.objects;
+        match endpoint {
+            TownEndpoint::State => town_http::state(objects, town).await,
+            TownEndpoint::Eviction => town_http::eviction(objects, town, body).await,
+            TownEndpoint::Heartbeat => town_http::heartbeat(objects, town, body).await,
+            TownEndpoint::Registry => town_http::registry(objects, town, method, body).await,
+            TownEndpoint::Events => town_http::events(objects, town, query).await,
+            TownEndpoint::Agents => town_http::agents(objects, town).await,
+            TownEndpoint::MayorMessage => town_http::mayor_message(objects, town, body).await,
+        }
     }
 }
 

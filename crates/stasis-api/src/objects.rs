@@ -6,6 +6,7 @@ use stasis_domain::{
     agent::{AgentCall, AgentReply},
     ids::AgentKey,
     snapshot::{PutRequest, SnapshotMeta},
+    town::{TownCall, TownReply},
 };
 use std::{future::Future, time::Duration};
 
@@ -21,6 +22,13 @@ pub trait Objects {
         key: &AgentKey,
         call: AgentCall,
     ) -> impl Future<Output = Result<AgentReply, DomainError>>;
+
+    /// Runs `call` on the town's object.
+    fn town(
+        &self,
+        town: &str,
+        call: TownCall,
+    ) -> impl Future<Output = Result<TownReply, DomainError>>;
 
     /// Resolves when the agent's log may hold events past `last_seq`, or when
     /// `timeout` has passed, whichever comes first. Spurious wake-ups are

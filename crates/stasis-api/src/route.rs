@@ -2,36 +2,88 @@
 
 use crate::error::ApiError;
 use http::{Method, StatusCode, header};
-use stasis_domain::{DomainError, ids::AgentKey};
+use stasis_domain::{DomainError, ids, ids::AgentKey};
 
 /// An endpoint, with the ids its path carries (already validated).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
     /// `GET /healthz`
     Health,
-    /// `/api/towns/{town}/rigs/{rig}/agents/{agent}/events`
-    AgentEvents(AgentKey),
-    /// `/api/towns/{town}/rigs/{rig}/agents/{agent}/sessions`
-    AgentSessions(AgentKey),
-    /// `/api/towns/{town}/rigs/{rig}/agents/{agent}/db-snapshot`
-    AgentSnapshot(AgentKey),
+    /// `/api/towns/{town}...`
+    Town(String, TownEndpoint),
+    /// `/api/towns/{town}/rigs/{rig}/agents/{agent}...`
+    Agent(AgentKey, AgentEndpoint),
 }
 
-/// An endpoint's kind: what the path's shape says before its ids are read.
+/// What lies under `/api/towns/{town}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Health,
-    AgentEvents,
-    AgentSessions,
-    AgentSnapshot,
+pub enum TownEndpoint {
+    /// `` (the town itself)
+    State,
+    /// `/container-eviction`
+    Eviction,
+    /// `/heartbeat`
+    Heartbeat,
+    /// `/container-registry`
+    Registry,
+    /// `/events`
+    Events,
+    /// `/agents`
+    Agents,
+    /// `/mayor/message`
+    MayorMessage,
 }
 
-impl Kind {
+/// What lies under `/api/towns/{town}/rigs/{rig}/agents/{agent}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentEndpoint {
+    /// `` (the agent's record)
+    Record,
+    /// `/events`
+    Events,
+    /// `/sessions`
+    Sessions,
+    /// `/sessions/{session}`
+    Session(String),
+    /// `/conversation`
+    Conversation,
+    /// `/checkpoint`
+    Checkpoint,
+    /// `/memory`
+    Memory,
+    /// `/memory/{key}`
+    MemoryEntry(String),
+    /// `/db-snapshot`
+    Snapshot,
+    /// `/export`
+    Export,
+    /// `/import`
+    Import,
+    /// `/dispatch`
+    Dispatch,
+}
+
+impl TownEndpoint {
     fn allowed_methods(self) -> &'static [Method] {
         match self {
-            Kind::Health | Kind::AgentSessions => &[Method::GET],
-            Kind::AgentEvents => &[Method::GET, Method::POST],
-            Kind::AgentSnapshot => &[Method::GET, Method::PUT, Method::POST, Method::DELETE],
+            Self::State | Self::Events | Self::Agents => &[Method::GET],
+            Self::Eviction | Self::Heartbeat | Self::MayorMessage => &[Method::POST],
+            Self::Registry => &[Method::GET, Method::PUT],
+        }
+    }
+}
+
+impl AgentEndpoint {
+    fn allowed_methods(&self) -> &'static [Method] {
+        match self {
+            Self::Record | Self::Session(_) | Self::Checkpoint | Self::MemoryEntry(_) => {
+                &[Method::GET, Method::PUT, Method::DELETE]
+            }
+            Self::Events => &[Method::GET, Method::POST],
+            Self::Sessions | Self::Conversation | Self::Memory | Self::Export => &[Method::GET],
+            Self::Snapshot => &[Method::GET, Method::PUT, Method::POST, Method::DELETE],
+            Self::Import => &[Method::PUT],
+            Self::Dispatch => &[Method::POST],
         }
     }
 }
@@ -41,9 +93,16 @@ impl Endpoint {
     pub fn town(&self) -> Option<&str> {
         match self {
             Endpoint::Health => None,
-            Endpoint::AgentEvents(key)
-            | Endpoint::AgentSessions(key)
-            | Endpoint::AgentSnapshot(key) => Some(&key.town),
+            Endpoint::Town(town, _) => Some(town),
+            Endpoint::Agent(key, _) => Some(&key.town),
+        }
+    }
+
+    fn allowed_methods(&self) -> &'static [Method] {
+        match self {
+            Endpoint::Health => &[Method::GET],
+            Endpoint::Town(_, endpoint) => endpoint.allowed_methods(),
+            Endpoint::Agent(_, endpoint) => endpoint.allowed_methods(),
         }
     }
 }
@@ -54,35 +113,84 @@ impl Endpoint {
 pub fn resolve(raw_path: &str, method: &Method) -> Result<Endpoint, ApiError> {
     let decoded = decode_segments(raw_path)?;
     let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
-    let (kind, ids): (Kind, &[&str]) = match segments.as_slice() {
-        ["healthz"] => (Kind::Health, &[]),
-        ["api", "towns", _, "rigs", _, "agents", _, "events"] => {
-            (Kind::AgentEvents, &segments[2..7])
-        }
-        ["api", "towns", _, "rigs", _, "agents", _, "sessions"] => {
-            (Kind::AgentSessions, &segments[2..7])
-        }
-        ["api", "towns", _, "rigs", _, "agents", _, "db-snapshot"] => {
-            (Kind::AgentSnapshot, &segments[2..7])
-        }
-        _ => return Err(ApiError::no_route(raw_path)),
-    };
-    let allowed = kind.allowed_methods();
+    // The shape first (ids unchecked), so that 404 and 405 come before 400.
+    let endpoint = shape(&segments).ok_or_else(|| ApiError::no_route(raw_path))?;
+    let allowed = endpoint.allowed_methods();
     let takes =
         allowed.contains(method) || (method == Method::HEAD && allowed.contains(&Method::GET));
     if !takes {
         return Err(method_not_allowed(allowed, method));
     }
-    let agent_key = || match ids {
-        [town, _, rig, _, agent] => AgentKey::new(town, rig, agent).map_err(ApiError::from),
-        _ => Err(ApiError::no_route(raw_path)),
-    };
-    Ok(match kind {
-        Kind::Health => Endpoint::Health,
-        Kind::AgentEvents => Endpoint::AgentEvents(agent_key()?),
-        Kind::AgentSessions => Endpoint::AgentSessions(agent_key()?),
-        Kind::AgentSnapshot => Endpoint::AgentSnapshot(agent_key()?),
+    check_ids(&endpoint)?;
+    Ok(endpoint)
+}
+
+/// The endpoint a path's shape names, with its ids not yet validated.
+fn shape(segments: &[&str]) -> Option<Endpoint> {
+    let owned = |s: &str| s.to_owned();
+    Some(match segments {
+        ["healthz"] => Endpoint::Health,
+        ["api", "towns", town, rest @ ..] => match rest {
+            ["rigs", rig, "agents", agent, rest @ ..] => Endpoint::Agent(
+                AgentKey {
+                    town: owned(town),
+                    rig: owned(rig),
+                    agent: owned(agent),
+                },
+                agent_endpoint(rest)?,
+            ),
+            rest => Endpoint::Town(owned(town), town_endpoint(rest)?),
+        },
+        _ => return None,
     })
+}
+
+fn town_endpoint(rest: &[&str]) -> Option<TownEndpoint> {
+    Some(match rest {
+        [] => TownEndpoint::State,
+        ["container-eviction"] => TownEndpoint::Eviction,
+        ["heartbeat"] => TownEndpoint::Heartbeat,
+        ["container-registry"] => TownEndpoint::Registry,
+        ["events"] => TownEndpoint::Events,
+        ["agents"] => TownEndpoint::Agents,
+        ["mayor", "message"] => TownEndpoint::MayorMessage,
+        _ => return None,
+    })
+}
+
+fn agent_endpoint(rest: &[&str]) -> Option<AgentEndpoint> {
+    Some(match rest {
+        [] => AgentEndpoint::Record,
+        ["events"] => AgentEndpoint::Events,
+        ["sessions"] => AgentEndpoint::Sessions,
+        ["sessions", session] => AgentEndpoint::Session((*session).to_owned()),
+        ["conversation"] => AgentEndpoint::Conversation,
+        ["checkpoint"] => AgentEndpoint::Checkpoint,
+        ["memory"] => AgentEndpoint::Memory,
+        ["memory", key] => AgentEndpoint::MemoryEntry((*key).to_owned()),
+        ["db-snapshot"] => AgentEndpoint::Snapshot,
+        ["export"] => AgentEndpoint::Export,
+        ["import"] => AgentEndpoint::Import,
+        ["dispatch"] => AgentEndpoint::Dispatch,
+        _ => return None,
+    })
+}
+
+/// Every id in the path must be a valid id.
+fn check_ids(endpoint: &Endpoint) -> Result<(), ApiError> {
+    let check = |what: &str, id: &str| ids::check_id(what, id).map(drop).map_err(ApiError::from);
+    match endpoint {
+        Endpoint::Health => Ok(()),
+        Endpoint::Town(town, _) => check("town", town),
+        Endpoint::Agent(key, endpoint) => {
+            AgentKey::new(&key.town, &key.rig, &key.agent).map_err(ApiError::from)?;
+            match endpoint {
+                AgentEndpoint::Session(id) => check("session", id),
+                AgentEndpoint::MemoryEntry(key) => check("memory key", key),
+                _ => Ok(()),
+            }
+        }
+    }
 }
 
 /// Splits a path into percent-decoded segments. A trailing slash is
@@ -138,11 +246,14 @@ mod tests {
             resolve("/api/towns/t%3A1/rigs/r/agents/a.b/events", &Method::GET).map_err(|e| e.code);
         assert_eq!(
             endpoint,
-            Ok(Endpoint::AgentEvents(AgentKey {
-                town: "t:1".into(),
-                rig: "r".into(),
-                agent: "a.b".into()
-            }))
+            Ok(Endpoint::Agent(
+                AgentKey {
+                    town: "t:1".into(),
+                    rig: "r".into(),
+                    agent: "a.b".into()
+                },
+                AgentEndpoint::Events
+            ))
         );
     }
 
@@ -172,6 +283,33 @@ mod tests {
         let err = resolve("/api/towns/a%2Fb/rigs/r/agents/a/events", &Method::DELETE);
         assert_eq!(
             err.map_err(|e| e.code),
+            Err("method_not_allowed".to_owned())
+        );
+    }
+
+    #[test]
+    fn town_and_agent_sub_resources_resolve() {
+        let town = resolve("/api/towns/t/mayor/message", &Method::POST).map_err(|e| e.code);
+        assert_eq!(
+            town,
+            Ok(Endpoint::Town("t".into(), TownEndpoint::MayorMessage))
+        );
+        let memory =
+            resolve("/api/towns/t/rigs/r/agents/a/memory/k.1", &Method::PUT).map_err(|e| e.code);
+        assert!(matches!(
+            memory,
+            Ok(Endpoint::Agent(_, AgentEndpoint::MemoryEntry(ref k))) if k == "k.1"
+        ));
+        assert_eq!(
+            resolve("/api/towns/t/rigs/r/agents/a/memory/..", &Method::GET)
+                .map(|_| ())
+                .map_err(|e| e.code),
+            Err("invalid_id".to_owned())
+        );
+        assert_eq!(
+            resolve("/api/towns/t/heartbeat", &Method::GET)
+                .map(|_| ())
+                .map_err(|e| e.code),
             Err("method_not_allowed".to_owned())
         );
     }

@@ -10,6 +10,9 @@ use crate::event_log::{
 };
 use crate::{
     DomainError,
+    agent_state::{self, StateCall, StateReply},
+    conversation::{Budget, PriorConversation},
+    recall::{self, DispatchContext},
     snapshot::{self, SnapshotCall, SnapshotReply},
     sql::SqlStore,
 };
@@ -36,6 +39,20 @@ pub enum AgentCall {
     ListSessions,
     /// A step of a snapshot operation.
     Snapshot(SnapshotCall),
+    /// Record, sessions, checkpoint, memory, export and import.
+    State(StateCall),
+    /// The conversation rebuilt from the log.
+    Conversation {
+        /// Turns and tokens to keep.
+        budget: Budget,
+        /// Only this session's events.
+        session_id: Option<String>,
+    },
+    /// What a dispatch of this agent carries.
+    DispatchContext {
+        /// Turns and tokens of the prior conversation.
+        budget: Budget,
+    },
 }
 
 /// The answer to an [`AgentCall`], same variant.
@@ -50,12 +67,19 @@ pub enum AgentReply {
     Sessions(Vec<SessionSummary>),
     /// The answer to a snapshot step.
     Snapshot(SnapshotReply),
+    /// The answer to a state call.
+    State(StateReply),
+    /// A rebuilt conversation.
+    Conversation(PriorConversation),
+    /// A dispatch's context.
+    DispatchContext(DispatchContext),
 }
 
 /// Creates every table an agent object needs; idempotent.
 pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
     event_log::migrate(store)?;
     snapshot::migrate(store)?;
+    agent_state::migrate(store)?;
     Ok(())
 }
 
@@ -77,6 +101,13 @@ pub fn execute(
         AgentCall::ReadEvents(query) => AgentReply::Events(event_log::read(store, query)?),
         AgentCall::ListSessions => AgentReply::Sessions(event_log::sessions(store)?),
         AgentCall::Snapshot(call) => AgentReply::Snapshot(snapshot::execute(store, call, env)?),
+        AgentCall::State(call) => AgentReply::State(agent_state::execute(store, call, env)?),
+        AgentCall::Conversation { budget, session_id } => {
+            AgentReply::Conversation(recall::conversation(store, budget, session_id.as_deref())?)
+        }
+        AgentCall::DispatchContext { budget } => {
+            AgentReply::DispatchContext(recall::dispatch_context(store, budget)?)
+        }
     })
 }
 
@@ -84,7 +115,11 @@ pub fn execute(
 pub fn is_write(call: &AgentCall) -> bool {
     match call {
         AgentCall::AppendEvents(_) => true,
-        AgentCall::ReadEvents(_) | AgentCall::ListSessions => false,
+        AgentCall::ReadEvents(_)
+        | AgentCall::ListSessions
+        | AgentCall::Conversation { .. }
+        | AgentCall::DispatchContext { .. } => false,
         AgentCall::Snapshot(call) => snapshot::is_write(call),
+        AgentCall::State(call) => agent_state::is_write(call),
     }
 }

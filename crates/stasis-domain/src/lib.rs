@@ -28,6 +28,7 @@ pub mod error;
 pub mod event_log;
 pub mod ids;
 pub mod limits;
+pub mod recall;
 pub mod snapshot;
 pub mod sql;
 pub mod town;

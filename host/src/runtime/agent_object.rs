@@ -1,4 +1,5 @@
-//! One agent object: its database, its queue, and group commit.
+//! One object (an agent or a town): its database, its queue, and group
+//! commit.
 //!
 //! Calls on one object are serialised through a queue drained by one
 //! blocking worker at a time. The worker takes every call waiting, runs them
@@ -11,13 +12,14 @@ use super::{
     bindings::{
         WitError,
         event_log::{EventLogComponent, exports::stasis::objects::event_log as wit},
+        session::SessionComponent,
         snapshot::SnapshotComponent,
     },
     calls::{ObjectAnswer, ObjectCall},
     components::Components,
     guest_state::GuestState,
     kv_folder::KvFolder,
-    snapshot_calls,
+    session_calls, snapshot_calls,
 };
 use rusqlite::Connection;
 use stasis_domain::{
@@ -45,6 +47,16 @@ struct Job {
 struct Instances {
     event_log: Option<EventLogComponent>,
     snapshot: Option<SnapshotComponent>,
+    session: Option<SessionComponent>,
+}
+
+/// Which tables an object's database holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectKind {
+    /// An agent: log, state, snapshot metadata.
+    Agent,
+    /// A town: state, registry, town log, deferred dispatches.
+    Town,
 }
 
 #[derive(Default)]
@@ -55,8 +67,9 @@ struct Queue {
     idle_db: Option<SqliteStore>,
 }
 
-/// One agent's object on this host.
+/// One object on this host.
 pub struct AgentObject {
+    kind: ObjectKind,
     path: PathBuf,
     durability: Durability,
     kv: Arc<KvFolder>,
@@ -66,8 +79,9 @@ pub struct AgentObject {
 
 impl AgentObject {
     /// An object whose database lives at `path` (opened on first use).
-    pub fn new(path: PathBuf, durability: Durability, kv: Arc<KvFolder>) -> Self {
+    pub fn new(kind: ObjectKind, path: PathBuf, durability: Durability, kv: Arc<KvFolder>) -> Self {
         Self {
+            kind,
             path,
             durability,
             kv,
@@ -156,15 +170,20 @@ impl AgentObject {
         }
         let db = SqliteStore::open(&self.path, self.durability)?;
         begin(db.connection())?;
-        let migrated = stasis_domain::agent::migrate(&db);
+        let migrated = match self.kind {
+            ObjectKind::Agent => stasis_domain::agent::migrate(&db),
+            ObjectKind::Town => stasis_domain::town::migrate(&db),
+        };
         finish(db.connection(), migrated)?;
         if is_new && let Some(dir) = self.path.parent() {
             std::fs::File::open(dir)
                 .and_then(|d| d.sync_all())
                 .map_err(storage)?;
         }
-        let state = log::state(&db)?;
-        self.last_seq.send_replace(state.last_seq);
+        if self.kind == ObjectKind::Agent {
+            let state = log::state(&db)?;
+            self.last_seq.send_replace(state.last_seq);
+        }
         Ok(db)
     }
 
@@ -228,11 +247,23 @@ impl AgentObject {
     ) -> Result<ObjectAnswer, DomainError> {
         let savepoint = Savepoint::open(store.data().connection())?;
         let result = match &mut job.call {
-            ObjectCall::Agent(call) => {
+            ObjectCall::Agent(call) if is_event_log_call(call) => {
                 let guest = instance(&mut instances.event_log, "event-log", || {
                     components.event_log.instantiate(&mut *store)
                 })?;
                 call_event_log(guest, store, call, &job.env).map(ObjectAnswer::Agent)
+            }
+            ObjectCall::Agent(call) => {
+                let guest = instance(&mut instances.session, "session", || {
+                    components.session.instantiate(&mut *store)
+                })?;
+                session_calls::agent(guest, store, call, &job.env).map(ObjectAnswer::Agent)
+            }
+            ObjectCall::Town(call) => {
+                let guest = instance(&mut instances.session, "session", || {
+                    components.session.instantiate(&mut *store)
+                })?;
+                session_calls::town(guest, store, call, &job.env).map(ObjectAnswer::Town)
             }
             ObjectCall::Snapshot(op) => {
                 let guest = instance(&mut instances.snapshot, "snapshot", || {
@@ -252,6 +283,14 @@ impl AgentObject {
         }
         result
     }
+}
+
+/// The calls the typed event-log component answers.
+fn is_event_log_call(call: &AgentCall) -> bool {
+    matches!(
+        call,
+        AgentCall::AppendEvents(_) | AgentCall::ReadEvents(_) | AgentCall::ListSessions
+    )
 }
 
 /// The group's instance of a component, instantiated on first use.
@@ -357,9 +396,9 @@ fn call_event_log(
                     .collect(),
             ))
         }
-        AgentCall::Snapshot(_) => Err(DomainError::Storage(
-            "snapshot steps run inside the snapshot component on this host".into(),
-        )),
+        other => Err(DomainError::Storage(format!(
+            "the event-log component does not answer {other:?}"
+        ))),
     }
 }
 

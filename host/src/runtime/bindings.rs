@@ -42,4 +42,16 @@ pub mod snapshot {
     });
 }
 
+/// The session component's exports.
+pub mod session {
+    wasmtime::component::bindgen!({
+        world: "session-component",
+        path: "../wit",
+        with: {
+            "stasis:objects/types": crate::runtime::bindings::imports::stasis::objects::types,
+            "stasis:objects/sql": crate::runtime::bindings::imports::stasis::objects::sql,
+        },
+    });
+}
+
 pub use imports::stasis::objects::types::Error as WitError;

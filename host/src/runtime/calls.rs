@@ -4,23 +4,29 @@ use bytes::Bytes;
 use stasis_domain::{
     agent::{AgentCall, AgentReply},
     snapshot::{PutRequest, SnapshotMeta},
+    town::{TownCall, TownReply},
 };
 
-/// One call on an agent object.
+/// One call on an object.
 pub enum ObjectCall {
-    /// An event-log call, run by the event-log component.
+    /// An agent call: event-log calls go to the event-log component, the
+    /// rest to the session component.
     Agent(AgentCall),
     /// A whole snapshot operation, run by the snapshot component.
     Snapshot(SnapshotOp),
+    /// A town call, run by the session component's `town` export.
+    Town(TownCall),
 }
 
 /// The answer to an [`ObjectCall`].
 #[derive(Debug)]
 pub enum ObjectAnswer {
-    /// From the event-log component.
+    /// To an agent call.
     Agent(AgentReply),
     /// From the snapshot component.
     Snapshot(SnapshotAnswer),
+    /// To a town call.
+    Town(TownReply),
 }
 
 /// A snapshot operation.

@@ -7,7 +7,8 @@
 
 use super::{
     bindings::{
-        event_log::EventLogComponentPre, imports::GuestImports, snapshot::SnapshotComponentPre,
+        event_log::EventLogComponentPre, imports::GuestImports, session::SessionComponentPre,
+        snapshot::SnapshotComponentPre,
     },
     guest_state::GuestState,
 };
@@ -24,6 +25,8 @@ use wasmtime::{
 
 const EVENT_LOG_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/stasis_event_log_component.wasm"));
+const SESSION_WASM: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/stasis_session_component.wasm"));
 const SNAPSHOT_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/stasis_snapshot_component.wasm"));
 
@@ -35,6 +38,8 @@ pub struct Components {
     pub event_log: EventLogComponentPre<GuestState>,
     /// The snapshot component.
     pub snapshot: SnapshotComponentPre<GuestState>,
+    /// The session component (agent state and the town object).
+    pub session: SessionComponentPre<GuestState>,
 }
 
 impl Components {
@@ -48,10 +53,13 @@ impl Components {
         let event_log = EventLogComponentPre::new(linker.instantiate_pre(&component)?)?;
         let component = load_cached(&engine, cache_dir, "snapshot", SNAPSHOT_WASM)?;
         let snapshot = SnapshotComponentPre::new(linker.instantiate_pre(&component)?)?;
+        let component = load_cached(&engine, cache_dir, "session", SESSION_WASM)?;
+        let session = SessionComponentPre::new(linker.instantiate_pre(&component)?)?;
         Ok(Self {
             engine,
             event_log,
             snapshot,
+            session,
         })
     }
 }

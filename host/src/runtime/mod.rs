@@ -7,6 +7,7 @@ pub mod components;
 pub mod guest_state;
 pub mod kv_folder;
 pub mod objects;
+pub mod session_calls;
 pub mod snapshot_calls;
 
 pub use objects::HostObjects;

@@ -1,7 +1,7 @@
 //! The host's [`Objects`] port: a pool of agent objects on disk.
 
 use super::{
-    agent_object::AgentObject,
+    agent_object::{AgentObject, ObjectKind},
     calls::{ObjectAnswer, ObjectCall, SnapshotAnswer, SnapshotOp},
     components::Components,
     kv_folder::KvFolder,
@@ -14,6 +14,7 @@ use stasis_domain::{
     agent::{AgentCall, AgentReply, ObjectEnv},
     ids::AgentKey,
     snapshot::{PutRequest, SnapshotMeta},
+    town::{TownCall, TownReply},
 };
 use stasis_sqlite::Durability;
 use std::{
@@ -37,6 +38,7 @@ struct Inner {
     snapshot_inline_limit: u64,
     kv: Arc<KvFolder>,
     agents: Mutex<HashMap<AgentKey, Arc<AgentObject>>>,
+    towns: Mutex<HashMap<String, Arc<AgentObject>>>,
 }
 
 impl HostObjects {
@@ -53,6 +55,7 @@ impl HostObjects {
                 snapshot_inline_limit: config.snapshot_inline_limit,
                 kv: Arc::new(kv),
                 agents: Mutex::new(HashMap::new()),
+                towns: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -75,7 +78,7 @@ impl HostObjects {
             .await?
         {
             ObjectAnswer::Snapshot(answer) => Ok(answer),
-            ObjectAnswer::Agent(_) => Err(mismatch()),
+            _ => Err(mismatch()),
         }
     }
 
@@ -88,7 +91,30 @@ impl HostObjects {
             .unwrap_or_else(PoisonError::into_inner);
         Arc::clone(agents.entry(key.clone()).or_insert_with(|| {
             Arc::new(AgentObject::new(
+                ObjectKind::Agent,
                 self.agent_path(key),
+                self.inner.durability,
+                Arc::clone(&self.inner.kv),
+            ))
+        }))
+    }
+
+    /// The town's object, created in memory on first use; its database is
+    /// `<data>/towns/<town>/town.sqlite` (town ids are validated ids too).
+    fn town_object(&self, town: &str) -> Arc<AgentObject> {
+        let mut towns = self
+            .inner
+            .towns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(towns.entry(town.to_owned()).or_insert_with(|| {
+            Arc::new(AgentObject::new(
+                ObjectKind::Town,
+                self.inner
+                    .data_dir
+                    .join("towns")
+                    .join(town)
+                    .join("town.sqlite"),
                 self.inner.durability,
                 Arc::clone(&self.inner.kv),
             ))
@@ -118,7 +144,18 @@ impl Objects for HostObjects {
             .await?
         {
             ObjectAnswer::Agent(reply) => Ok(reply),
-            ObjectAnswer::Snapshot(_) => Err(mismatch()),
+            _ => Err(mismatch()),
+        }
+    }
+
+    async fn town(&self, town: &str, call: TownCall) -> Result<TownReply, DomainError> {
+        match self
+            .town_object(town)
+            .call(&self.inner.components, ObjectCall::Town(call), self.env())
+            .await?
+        {
+            ObjectAnswer::Town(reply) => Ok(reply),
+            _ => Err(mismatch()),
         }
     }
 

@@ -187,7 +187,7 @@ fn count(len: usize) -> u64 {
 }
 
 /// Every rule the manifest must meet, checked before anything is written.
-fn validate(manifest: &Manifest, max_events: u64) -> Result<(), DomainError> {
+pub fn validate(manifest: &Manifest, max_events: u64) -> Result<(), DomainError> {
     if let Some(format) = &manifest.format
         && format != MANIFEST_FORMAT
     {

@@ -35,7 +35,7 @@ mod sessions;
 
 pub use call::{StateCall, StateReply, execute, is_write};
 pub use checkpoint::{Checkpoint, CheckpointStored};
-pub use import::{ImportOutcome, ImportSummary};
+pub use import::{ImportOutcome, ImportSummary, validate as validate_manifest};
 pub use manifest::{
     MANIFEST_FORMAT, Manifest, ManifestAgent, ManifestEvent, ManifestMemory, ManifestSession,
     ManifestSnapshot,

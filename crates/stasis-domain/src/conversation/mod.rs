@@ -85,6 +85,16 @@ mod parse;
 mod prompt;
 mod tokens;
 
+/// The event types the rebuild reads; every other type is ignored.
+pub const MESSAGE_EVENT_TYPES: &[&str] = &[
+    "message.created",
+    "message.updated",
+    "message_part.updated",
+    "message.part.updated",
+    "message.completed",
+    "assistant.completed",
+];
+
 pub use budget::{Budget, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_MAX_TOKENS, MAX_MAX_TURNS};
 pub use prompt::{dispatch_prompt, escape_wrapper_tags};
 pub use tokens::{CHARS_PER_TOKEN, TURN_OVERHEAD_TOKENS, estimate_tokens};

@@ -16,7 +16,7 @@ mod retention;
 mod schema;
 
 pub use append::append;
-pub use read::{read, sessions, state};
+pub use read::{of_types, read, sessions, state};
 pub use schema::migrate;
 
 use crate::{DomainError, limits};

@@ -127,3 +127,28 @@ pub fn sessions(store: &impl SqlStore) -> Result<Vec<SessionSummary>, DomainErro
         })
         .collect()
 }
+
+/// Every retained event whose type is one of `types`, in seq order,
+/// optionally of one session only.
+pub fn of_types(
+    store: &impl SqlStore,
+    types: &[&str],
+    session_id: Option<&str>,
+) -> Result<Vec<Event>, DomainError> {
+    let placeholders: Vec<String> = (1..=types.len()).map(|i| format!("?{i}")).collect();
+    let mut sql = format!(
+        "SELECT seq, type, session_id, data, created_at FROM events WHERE type IN ({})",
+        placeholders.join(", ")
+    );
+    let mut params: Vec<SqlValue> = types.iter().map(|t| SqlValue::from(*t)).collect();
+    if let Some(session) = session_id {
+        params.push(SqlValue::from(session));
+        sql.push_str(&format!(" AND session_id = ?{}", params.len()));
+    }
+    sql.push_str(" ORDER BY seq");
+    store
+        .execute(&sql, params)?
+        .into_iter()
+        .map(event_from_row)
+        .collect()
+}

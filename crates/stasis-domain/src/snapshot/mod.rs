@@ -24,7 +24,7 @@ mod wire_bytes;
 
 pub use call::{Committed, Located, Reserved, SnapshotCall, SnapshotReply, execute, is_write};
 pub use digest::{is_sha256_hex, sha256_hex};
-pub use rules::{too_large, wipe};
+pub use rules::{current_meta, too_large, wipe};
 pub use schema::migrate;
 
 use serde::{Deserialize, Serialize};

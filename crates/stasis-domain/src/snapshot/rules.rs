@@ -244,3 +244,8 @@ pub fn wipe(store: &impl SqlStore) -> Result<Vec<String>, DomainError> {
     }
     Ok(keys)
 }
+
+/// The current snapshot's metadata alone.
+pub fn current_meta(store: &impl SqlStore) -> Result<Option<SnapshotMeta>, DomainError> {
+    Ok(current(store)?.map(|(meta, _)| meta))
+}

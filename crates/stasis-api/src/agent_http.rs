@@ -1,0 +1,399 @@
+//! The agent's record, sessions, checkpoint, memory and conversation.
+
+use crate::{
+    Objects, Snapshots,
+    body::{self, raw},
+    error::ApiError,
+    query::Query,
+    reply,
+};
+use bytes::Bytes;
+use http::{Method, Response, StatusCode};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use stasis_domain::{
+    DomainError, Refusal,
+    agent::{AgentCall, AgentReply},
+    agent_state::{AgentSummary, MemoryEntry, SessionRecord, StateCall, StateReply},
+    conversation::Budget,
+    ids::AgentKey,
+    snapshot::SnapshotMeta,
+    town::{TownCall, TownReply},
+};
+
+/// Runs a state call and returns its reply.
+pub async fn state(
+    objects: &impl Objects,
+    key: &AgentKey,
+    call: StateCall,
+) -> Result<StateReply, ApiError> {
+    match objects.agent(key, AgentCall::State(call)).await? {
+        AgentReply::State(reply) => Ok(reply),
+        other => Err(unexpected(&other)),
+    }
+}
+
+fn unexpected(reply: &impl std::fmt::Debug) -> ApiError {
+    ApiError::internal(format!("an object answered with {reply:?}"))
+}
+
+fn no_content() -> Response<Bytes> {
+    let mut response = Response::new(Bytes::new());
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    response
+}
+
+/// The agent as `GET` shows it.
+#[derive(Serialize)]
+struct AgentView<'a> {
+    town_id: &'a str,
+    rig_id: &'a str,
+    agent_id: &'a str,
+    role: String,
+    metadata: Box<RawValue>,
+    created_at: i64,
+    updated_at: i64,
+    last_seq: u64,
+    event_count: u64,
+    snapshot: Option<SnapshotMeta>,
+    has_checkpoint: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentBody {
+    role: String,
+    #[serde(default)]
+    metadata: Option<Box<RawValue>>,
+}
+
+/// `PUT|GET|DELETE /agents/{agent}`.
+pub async fn record<O: Objects + Snapshots>(
+    objects: &O,
+    key: &AgentKey,
+    method: &Method,
+    body: &Bytes,
+) -> Result<Response<Bytes>, ApiError> {
+    match *method {
+        Method::PUT => {
+            let wanted: AgentBody = body::parse_json(body)?;
+            // The town holds the one-mayor rule, so it is asked first.
+            let registered = objects
+                .town(
+                    &key.town,
+                    TownCall::RegisterAgent {
+                        rig_id: key.rig.clone(),
+                        agent_id: key.agent.clone(),
+                        role: wanted.role.clone(),
+                    },
+                )
+                .await?;
+            if !matches!(registered, TownReply::Registered(_)) {
+                return Err(unexpected(&registered));
+            }
+            let created = match state(
+                objects,
+                key,
+                StateCall::PutAgent {
+                    role: wanted.role,
+                    metadata: wanted.metadata.map(|m| m.get().to_owned()),
+                },
+            )
+            .await?
+            {
+                StateReply::Agent(record) => record.created,
+                other => return Err(unexpected(&other)),
+            };
+            let status = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            view(objects, key, status).await
+        }
+        Method::DELETE => destroy(objects, key).await,
+        _ => view(objects, key, StatusCode::OK).await,
+    }
+}
+
+/// The agent's summary, or 404 `agent_not_found`.
+pub async fn summary(objects: &impl Objects, key: &AgentKey) -> Result<AgentSummary, ApiError> {
+    match state(objects, key, StateCall::GetAgent).await? {
+        StateReply::AgentSummary(summary) => Ok(summary),
+        other => Err(unexpected(&other)),
+    }
+}
+
+async fn view<O: Objects + Snapshots>(
+    objects: &O,
+    key: &AgentKey,
+    status: StatusCode,
+) -> Result<Response<Bytes>, ApiError> {
+    let summary = summary(objects, key).await?;
+    let snapshot = objects
+        .snapshot_read(key, false)
+        .await?
+        .map(|(meta, _)| meta);
+    Ok(reply::json(
+        status,
+        &AgentView {
+            town_id: &key.town,
+            rig_id: &key.rig,
+            agent_id: &key.agent,
+            role: summary.role,
+            metadata: raw(summary.metadata),
+            created_at: summary.created_at,
+            updated_at: summary.updated_at,
+            last_seq: summary.last_seq,
+            event_count: summary.event_count,
+            snapshot,
+            has_checkpoint: summary.has_checkpoint,
+        },
+    ))
+}
+
+/// Everything of the agent goes: its object's rows, its KV keys, its place
+/// in the town.
+async fn destroy<O: Objects + Snapshots>(
+    objects: &O,
+    key: &AgentKey,
+) -> Result<Response<Bytes>, ApiError> {
+    let had_snapshot = objects.snapshot_read(key, false).await?.is_some();
+    let existed = match state(objects, key, StateCall::DestroyAgent).await? {
+        StateReply::Destroyed(outcome) => outcome.existed,
+        other => return Err(unexpected(&other)),
+    };
+    if had_snapshot {
+        objects.snapshot_wipe(key).await?;
+    }
+    let forgotten = match objects
+        .town(
+            &key.town,
+            TownCall::ForgetAgent {
+                rig_id: key.rig.clone(),
+                agent_id: key.agent.clone(),
+            },
+        )
+        .await?
+    {
+        TownReply::Forgotten(forgotten) => forgotten,
+        other => return Err(unexpected(&other)),
+    };
+    if !(existed || had_snapshot || forgotten) {
+        return Err(DomainError::NotFound(Refusal::new(
+            "agent_not_found",
+            format!("agent {:?} has nothing to destroy", key.agent),
+        ))
+        .into());
+    }
+    Ok(no_content())
+}
+
+/// A session as the API shows it.
+#[derive(Serialize)]
+struct SessionView {
+    session_id: String,
+    status: String,
+    metadata: Box<RawValue>,
+    first_seq: u64,
+    last_seq: u64,
+    event_count: u64,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl From<SessionRecord> for SessionView {
+    fn from(s: SessionRecord) -> Self {
+        Self {
+            session_id: s.session_id,
+            status: s.status,
+            metadata: raw(s.metadata),
+            first_seq: s.first_seq,
+            last_seq: s.last_seq,
+            event_count: s.event_count,
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+        }
+    }
+}
+
+/// `GET /sessions`.
+pub async fn sessions(objects: &impl Objects, key: &AgentKey) -> Result<Response<Bytes>, ApiError> {
+    match state(objects, key, StateCall::ListSessions).await? {
+        StateReply::Sessions(list) => {
+            let list: Vec<SessionView> = list.into_iter().map(SessionView::from).collect();
+            Ok(reply::json(
+                StatusCode::OK,
+                &serde_json::json!({ "sessions": list }),
+            ))
+        }
+        other => Err(unexpected(&other)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionBody {
+    /// Raw, so that an explicit `null` is refused rather than ignored.
+    #[serde(default, deserialize_with = "present")]
+    status: Option<Box<RawValue>>,
+    #[serde(default)]
+    metadata: Option<Box<RawValue>>,
+}
+
+/// A field that was given, `null` included.
+fn present<'de, D: serde::Deserializer<'de>>(input: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(input).map(Some)
+}
+
+/// `PUT|GET|DELETE /sessions/{session}`.
+pub async fn session(
+    objects: &impl Objects,
+    key: &AgentKey,
+    session_id: &str,
+    method: &Method,
+    body: &Bytes,
+) -> Result<Response<Bytes>, ApiError> {
+    let session_id = session_id.to_owned();
+    let call = match *method {
+        Method::PUT => {
+            let wanted: SessionBody = body::parse_json(body)?;
+            let status = wanted
+                .status
+                .map(|raw| {
+                    serde_json::from_str::<String>(raw.get()).map_err(|_| {
+                        ApiError::invalid_request(format!(
+                            "status must be one of running, completed, failed, closed; got {}",
+                            raw.get()
+                        ))
+                    })
+                })
+                .transpose()?;
+            StateCall::PutSession {
+                session_id,
+                status,
+                metadata: wanted.metadata.map(|m| m.get().to_owned()),
+            }
+        }
+        Method::DELETE => StateCall::DeleteSession { session_id },
+        _ => StateCall::GetSession { session_id },
+    };
+    match state(objects, key, call).await? {
+        StateReply::Session(record) => Ok(reply::json(StatusCode::OK, &SessionView::from(record))),
+        StateReply::SessionDeleted(_) => Ok(no_content()),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// `PUT|GET|DELETE /checkpoint`.
+pub async fn checkpoint(
+    objects: &impl Objects,
+    key: &AgentKey,
+    method: &Method,
+    body: &Bytes,
+) -> Result<Response<Bytes>, ApiError> {
+    let call = match *method {
+        Method::PUT => StateCall::PutCheckpoint {
+            document: body::json_text(body)?,
+        },
+        Method::DELETE => StateCall::DeleteCheckpoint,
+        _ => StateCall::GetCheckpoint,
+    };
+    match state(objects, key, call).await? {
+        StateReply::CheckpointStored(stored) => Ok(reply::json(StatusCode::OK, &stored)),
+        StateReply::Checkpoint(checkpoint) => Ok(reply::raw_json(
+            StatusCode::OK,
+            checkpoint.document.into_bytes(),
+        )),
+        StateReply::Deleted => Ok(no_content()),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// A memory entry as the API shows it.
+#[derive(Serialize)]
+struct MemoryView {
+    key: String,
+    value: Box<RawValue>,
+    updated_at: i64,
+}
+
+impl From<MemoryEntry> for MemoryView {
+    fn from(entry: MemoryEntry) -> Self {
+        Self {
+            key: entry.key,
+            value: raw(entry.value),
+            updated_at: entry.updated_at,
+        }
+    }
+}
+
+/// `PUT|GET|DELETE /memory/{key}`.
+pub async fn memory_entry(
+    objects: &impl Objects,
+    key: &AgentKey,
+    memory_key: &str,
+    method: &Method,
+    body: &Bytes,
+) -> Result<Response<Bytes>, ApiError> {
+    let memory_key = memory_key.to_owned();
+    let call = match *method {
+        Method::PUT => StateCall::PutMemory {
+            key: memory_key,
+            value: body::json_text(body)?,
+        },
+        Method::DELETE => StateCall::DeleteMemory { key: memory_key },
+        _ => StateCall::GetMemory { key: memory_key },
+    };
+    match state(objects, key, call).await? {
+        StateReply::Memory(entry) => Ok(reply::json(StatusCode::OK, &MemoryView::from(entry))),
+        StateReply::Deleted => Ok(no_content()),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// `GET /memory?prefix=&q=&limit=`.
+pub async fn memory_list(
+    objects: &impl Objects,
+    key: &AgentKey,
+    query: &Query,
+) -> Result<Response<Bytes>, ApiError> {
+    let limit = query
+        .u64("limit")?
+        .map(|l| u32::try_from(l).unwrap_or(u32::MAX));
+    let call = StateCall::ListMemory {
+        prefix: query.text("prefix").map(str::to_owned),
+        query: query.text("q").map(str::to_owned),
+        limit,
+    };
+    match state(objects, key, call).await? {
+        StateReply::MemoryList(entries) => {
+            let entries: Vec<MemoryView> = entries.into_iter().map(MemoryView::from).collect();
+            Ok(reply::json(
+                StatusCode::OK,
+                &serde_json::json!({ "entries": entries }),
+            ))
+        }
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// `GET /conversation?max_turns=&max_tokens=&session_id=`.
+pub async fn conversation(
+    objects: &impl Objects,
+    key: &AgentKey,
+    query: &Query,
+) -> Result<Response<Bytes>, ApiError> {
+    let max_turns = query
+        .u64("max_turns")?
+        .map(|t| u32::try_from(t).unwrap_or(u32::MAX));
+    let budget = Budget::from_options(max_turns, query.u64("max_tokens")?)?;
+    let call = AgentCall::Conversation {
+        budget,
+        session_id: query.id("session_id")?,
+    };
+    match objects.agent(key, call).await? {
+        AgentReply::Conversation(conversation) => Ok(reply::json(StatusCode::OK, &conversation)),
+        other => Err(unexpected(&other)),
+    }
+}

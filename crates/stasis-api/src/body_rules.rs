@@ -1,0 +1,68 @@
+//! What body each endpoint takes: its content type and its size limit, so
+//! that an oversized body is refused from its `Content-Length` (or as soon
+//! as it passes the limit) without being read.
+
+use crate::{
+    body,
+    error::ApiError,
+    events,
+    route::{AgentEndpoint, Endpoint, TownEndpoint},
+    snapshot,
+};
+use http::{HeaderMap, Method};
+use stasis_domain::{DomainError, agent_state::MAX_DOCUMENT_BYTES};
+
+/// Requests that carry no body worth reading, or a small JSON one.
+const SMALL: u64 = 64 * 1024;
+/// A body carrying one document (metadata, a message) of up to 1 MiB, with
+/// room for its JSON envelope and escaping.
+const DOCUMENT_ENVELOPE: u64 = 2 * MAX_DOCUMENT_BYTES + SMALL;
+/// An import manifest: a snapshot (25 MiB, base64) and the events and
+/// documents of an agent. Edge workers hold at most 128 MB, so larger
+/// agents move by their parts.
+pub const IMPORT_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// Checks the content type and returns the body limit.
+pub fn check(endpoint: &Endpoint, method: &Method, headers: &HeaderMap) -> Result<u64, ApiError> {
+    let takes_body = matches!(*method, Method::PUT | Method::POST);
+    if !takes_body {
+        return Ok(SMALL);
+    }
+    if matches!(endpoint, Endpoint::Agent(_, AgentEndpoint::Snapshot)) {
+        snapshot::check_content_type(headers)?;
+        return Ok(snapshot::BODY_LIMIT);
+    }
+    body::check_json_content_type(headers)?;
+    Ok(match endpoint {
+        Endpoint::Agent(_, AgentEndpoint::Events) => events::APPEND_BODY_LIMIT,
+        Endpoint::Agent(_, AgentEndpoint::Checkpoint | AgentEndpoint::MemoryEntry(_)) => {
+            MAX_DOCUMENT_BYTES
+        }
+        Endpoint::Agent(_, AgentEndpoint::Import) => IMPORT_LIMIT,
+        Endpoint::Agent(
+            _,
+            AgentEndpoint::Record | AgentEndpoint::Session(_) | AgentEndpoint::Dispatch,
+        )
+        | Endpoint::Town(_, TownEndpoint::MayorMessage | TownEndpoint::Registry) => {
+            DOCUMENT_ENVELOPE
+        }
+        _ => SMALL,
+    })
+}
+
+/// The 413 for a body past `limit`, with the code its endpoint documents.
+pub fn too_large(endpoint: &Endpoint, limit: u64) -> ApiError {
+    let code = match endpoint {
+        Endpoint::Agent(_, AgentEndpoint::Snapshot) => {
+            return ApiError::from(stasis_domain::snapshot::too_large());
+        }
+        Endpoint::Agent(_, AgentEndpoint::Checkpoint) => "checkpoint_too_large",
+        Endpoint::Agent(_, AgentEndpoint::MemoryEntry(_)) => "memory_value_too_large",
+        _ => return ApiError::body_too_large(limit),
+    };
+    ApiError::from(DomainError::too_large(
+        code,
+        format!("the document may hold at most {limit} bytes"),
+        limit,
+    ))
+}

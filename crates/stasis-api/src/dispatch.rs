@@ -1,0 +1,68 @@
+//! A dispatch: what a container needs to start an agent again where it
+//! stopped.
+
+use crate::{Objects, body::raw, error::ApiError};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use stasis_domain::{
+    agent::{AgentCall, AgentReply},
+    conversation::{self, Budget, PriorConversation},
+    ids::AgentKey,
+    snapshot::SnapshotMeta,
+    town::TownAgent,
+};
+
+/// The dispatch as the API sends it.
+#[derive(Debug, Serialize)]
+pub struct Dispatch {
+    agent_id: String,
+    rig_id: String,
+    role: String,
+    /// The stored checkpoint; never null when one exists.
+    checkpoint: Option<Box<RawValue>>,
+    prior_conversation: PriorConversation,
+    /// The prior conversation wrapped in `<prior-conversation>`, then the
+    /// newest user text.
+    prompt: String,
+    /// What the container needs to hydrate kilo.db.
+    snapshot: Option<SnapshotMeta>,
+    event_watermark: u64,
+}
+
+/// Builds the dispatch of `agent` in `town`; `text` is a newest user text
+/// not (yet) in the agent's log.
+pub async fn build(
+    objects: &impl Objects,
+    town: &str,
+    agent: &TownAgent,
+    text: Option<&str>,
+) -> Result<Dispatch, ApiError> {
+    let key = AgentKey::new(town, &agent.rig_id, &agent.agent_id)?;
+    let context = match objects
+        .agent(
+            &key,
+            AgentCall::DispatchContext {
+                budget: Budget::default(),
+            },
+        )
+        .await?
+    {
+        AgentReply::DispatchContext(context) => context,
+        other => {
+            return Err(ApiError::internal(format!(
+                "a dispatch context was answered with {other:?}"
+            )));
+        }
+    };
+    let prompt = conversation::dispatch_prompt(&context.conversation, text);
+    Ok(Dispatch {
+        agent_id: agent.agent_id.clone(),
+        rig_id: agent.rig_id.clone(),
+        role: agent.role.clone(),
+        checkpoint: context.checkpoint.map(raw),
+        prior_conversation: context.conversation,
+        prompt,
+        snapshot: context.snapshot,
+        event_watermark: context.event_watermark,
+    })
+}
