@@ -33,7 +33,9 @@
 
 mod agent_log;
 pub mod raw;
+pub mod snapshot;
 pub mod sse;
+pub mod town;
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::OnceLock;
