@@ -1,11 +1,11 @@
 //! The components, the objects they run on, and the port over them.
 
-pub mod agent_object;
 pub mod bindings;
 pub mod calls;
 pub mod components;
 pub mod guest_state;
 pub mod kv_folder;
+pub mod object;
 pub mod objects;
 pub mod session_calls;
 pub mod snapshot_calls;

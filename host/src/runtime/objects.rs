@@ -1,7 +1,7 @@
 //! The host's [`Objects`] port: a pool of agent objects on disk.
 
 use super::{
-    agent_object::{AgentObject, ObjectKind},
+    object::{Object, ObjectKind},
     calls::{ObjectAnswer, ObjectCall, SnapshotAnswer, SnapshotOp},
     components::Components,
     kv_folder::KvFolder,
@@ -37,8 +37,8 @@ struct Inner {
     max_events: u64,
     snapshot_inline_limit: u64,
     kv: Arc<KvFolder>,
-    agents: Mutex<HashMap<AgentKey, Arc<AgentObject>>>,
-    towns: Mutex<HashMap<String, Arc<AgentObject>>>,
+    agents: Mutex<HashMap<AgentKey, Arc<Object>>>,
+    towns: Mutex<HashMap<String, Arc<Object>>>,
 }
 
 impl HostObjects {
@@ -83,14 +83,14 @@ impl HostObjects {
     }
 
     /// The agent's object, created in memory on first use.
-    fn agent_object(&self, key: &AgentKey) -> Arc<AgentObject> {
+    fn agent_object(&self, key: &AgentKey) -> Arc<Object> {
         let mut agents = self
             .inner
             .agents
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         Arc::clone(agents.entry(key.clone()).or_insert_with(|| {
-            Arc::new(AgentObject::new(
+            Arc::new(Object::new(
                 ObjectKind::Agent,
                 self.agent_path(key),
                 self.inner.durability,
@@ -101,14 +101,14 @@ impl HostObjects {
 
     /// The town's object, created in memory on first use; its database is
     /// `<data>/towns/<town>/town.sqlite` (town ids are validated ids too).
-    fn town_object(&self, town: &str) -> Arc<AgentObject> {
+    fn town_object(&self, town: &str) -> Arc<Object> {
         let mut towns = self
             .inner
             .towns
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         Arc::clone(towns.entry(town.to_owned()).or_insert_with(|| {
-            Arc::new(AgentObject::new(
+            Arc::new(Object::new(
                 ObjectKind::Town,
                 self.inner
                     .data_dir

@@ -2,7 +2,7 @@
 //! domain's call data in JSON.
 
 use super::{
-    agent_object::from_wit_error, bindings::session::SessionComponent, guest_state::GuestState,
+    object::from_wit_error, bindings::session::SessionComponent, guest_state::GuestState,
 };
 use serde::{Serialize, de::DeserializeOwned};
 use stasis_domain::{

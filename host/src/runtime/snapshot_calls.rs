@@ -1,7 +1,7 @@
 //! Snapshot operations through the snapshot component's WIT exports.
 
 use super::{
-    agent_object::from_wit_error,
+    object::from_wit_error,
     bindings::snapshot::{SnapshotComponent, exports::stasis::objects::snapshot as wit},
     calls::{SnapshotAnswer, SnapshotOp},
     guest_state::GuestState,

@@ -68,7 +68,7 @@ struct Queue {
 }
 
 /// One object on this host.
-pub struct AgentObject {
+pub struct Object {
     kind: ObjectKind,
     path: PathBuf,
     durability: Durability,
@@ -77,7 +77,7 @@ pub struct AgentObject {
     last_seq: watch::Sender<u64>,
 }
 
-impl AgentObject {
+impl Object {
     /// An object whose database lives at `path` (opened on first use).
     pub fn new(kind: ObjectKind, path: PathBuf, durability: Durability, kv: Arc<KvFolder>) -> Self {
         Self {
