@@ -23,6 +23,7 @@ pub struct Endpoint {
     addr: SocketAddr,
     authority: HeaderValue,
     bearer: Option<HeaderValue>,
+    token: Option<String>,
 }
 
 impl Endpoint {
@@ -56,12 +57,24 @@ impl Endpoint {
             addr: SocketAddr::new(ip, port),
             authority,
             bearer,
+            token: token.map(str::to_owned),
         }))
     }
 
     /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.addr.port()
+    }
+
+    /// Its base URL (`http://127.0.0.1:PORT`), for clients other than this
+    /// one (`stasis-client`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bearer token it is sent, if any.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
     }
 }
 
@@ -100,6 +113,17 @@ impl Call {
             path: path.into(),
             body,
             content_type: Some("application/json"),
+            accept: None,
+        }
+    }
+
+    /// A request with a binary body (`application/octet-stream`).
+    pub fn octets(method: Method, path: impl Into<String>, body: Bytes) -> Self {
+        Self {
+            method,
+            path: path.into(),
+            body,
+            content_type: Some("application/octet-stream"),
             accept: None,
         }
     }

@@ -12,9 +12,19 @@
 //! 5. host start to first served request, component cache warm;
 //! 6. the same appends, reads and live delivery on the Durable Streams
 //!    reference server (`bench/peer`), the peer stasis is compared with;
-//! 7. with `--edge-url`, the same stasis workloads on the edge worker under
-//!    `wrangler dev --local`, each right after the host's, with the CPU time
-//!    of every process involved (a second table and section).
+//! 7. snapshot PUT then GET of 24 MiB, against the same bytes written,
+//!    fsynced and read back natively (with and without the two sha256s the
+//!    server must compute);
+//! 8. the peak memory (`VmHWM`) of a fresh host during one 25 MiB PUT;
+//! 9. `snapshot push` of a live ~20 MB SQLite database with `stasis-client`,
+//!    against a raw PUT of as many bytes;
+//! 10. the conversation rebuilt from 10,000 streamed message events, against
+//!     a plain read of the same events;
+//! 11. recovery: a new container's first heartbeat to its three agents'
+//!     kilo.db verified on disk and the Mayor's dispatch in hand;
+//! 12. with `--edge-url`, the same stasis workloads on the edge worker under
+//!     `wrangler dev --local`, each right after the host's, with the CPU time
+//!     of every process involved (a third table and section).
 //!
 //! stasis is "a base URL and a token": by default the bench spawns
 //! `--stasis-bin serve` itself on a free loopback port with a random
@@ -23,13 +33,14 @@
 //! restart the server are then skipped.
 //!
 //! Every loop is bounded by a count and a time limit; a full run takes about
-//! two minutes (three with the edge), `--quick` a few seconds per workload.
+//! three minutes (four with the edge), `--quick` a few seconds per workload.
 //! The tables go to stdout, progress to stderr; `--record BENCHMARKS.md`
-//! rewrites this benchmark's section of that file (between
-//! `<!-- bench:event-log:start -->` and `<!-- bench:event-log:end -->`), and
-//! the edge's (`<!-- bench:edge:start -->` … `<!-- bench:edge:end -->`) when
-//! the edge ran, and keeps the rest. `scripts/bench` installs, builds and
-//! runs it, `wrangler dev` included.
+//! rewrites this benchmark's sections of that file (1–6 between
+//! `<!-- bench:event-log:start -->` and `<!-- bench:event-log:end -->`, 7–11
+//! between `<!-- bench:snapshots:start -->` and `<!-- bench:snapshots:end -->`),
+//! and the edge's (`<!-- bench:edge:start -->` … `<!-- bench:edge:end -->`)
+//! when the edge ran, and keeps the rest. `scripts/bench` installs, builds
+//! and runs it, `wrangler dev` included.
 
 mod client;
 mod cpu;
@@ -144,6 +155,8 @@ fn run(args: Args) -> Result<bool> {
     let results = plan::run(&options)?;
     let rows = rows::rows(&results);
     println!("{}", report::table(&rows));
+    let snapshot_rows = rows::snapshot_rows(&results);
+    println!("{}", report::table(&snapshot_rows));
     let edge_rows = options.edge.as_ref().map(|_| edge_report::rows(&results));
     if let Some(edge_rows) = &edge_rows {
         println!("{}", edge_report::table(edge_rows));
@@ -167,6 +180,11 @@ fn run(args: Args) -> Result<bool> {
             },
         };
         report::record(path, report::EVENT_LOG, &report::section(&info, &rows))?;
+        report::record(
+            path,
+            report::SNAPSHOTS,
+            &report::snapshots_section(&info, &snapshot_rows),
+        )?;
         if let (Some(edge_rows), Some(edge)) = (&edge_rows, &options.edge) {
             let edge_info = edge_report::EdgeInfo {
                 host: match &args.url {
@@ -192,7 +210,8 @@ fn run(args: Args) -> Result<bool> {
         eprintln!("recorded in {}", path.display());
     }
     let edge_failed = edge_rows.iter().flatten().any(edge_report::EdgeRow::failed);
-    Ok(!rows.iter().any(report::Row::failed) && !edge_failed)
+    let failed = rows.iter().chain(&snapshot_rows).any(report::Row::failed);
+    Ok(!failed && !edge_failed)
 }
 
 /// The edge to run, from `--edge-url` and its secret or token.

@@ -5,7 +5,9 @@
 //!   log's own schema and PRAGMAs (`stasis_sqlite::SqliteStore`), one
 //!   transaction per batch;
 //! - a one-row commit into such a file;
-//! - a bare `write` + `fdatasync` of a small record.
+//! - a bare `write` + `fdatasync` of a small record;
+//! - a snapshot-sized file written, fsynced and read back, with and without
+//!   the two sha256s the server computes (one on PUT, one on GET).
 
 use crate::{
     logs::payloads,
@@ -15,7 +17,7 @@ use crate::{
 use anyhow::{Context, Result, anyhow};
 use stasis_sqlite::{Durability, SqliteStore};
 use std::{
-    fs::OpenOptions,
+    fs::{File, OpenOptions},
     io::Write,
     path::Path,
     sync::atomic::{AtomicU64, Ordering},
@@ -139,6 +141,40 @@ pub fn write_fdatasync(dir: &Path, size: usize, bounds: Bounds) -> Result<Latenc
         samples.push(start.elapsed());
     }
     Latency::of(samples).context("no fdatasync finished")
+}
+
+/// Latency of writing `bytes` to a new file, `fsync`ing it and reading it
+/// back whole, with `hashes` sha256s of the bytes (0: none; 2: one before
+/// the write and one of what was read, as a snapshot PUT and GET do). Each
+/// round writes a new file; the previous one is removed outside the clock.
+pub fn write_fsync_read(dir: &Path, bytes: &[u8], hashes: u32, bounds: Bounds) -> Result<Latency> {
+    let deadline = Instant::now() + bounds.time;
+    let mut samples = Vec::new();
+    let mut round = 0u64;
+    while (samples.len() as u64) < bounds.count && Instant::now() < deadline {
+        let path = dir.join(format!("snapshot-{round}.bin"));
+        let start = Instant::now();
+        let mut digests = Vec::new();
+        if hashes > 0 {
+            digests.push(crate::workloads::snapshot::sha256_hex(bytes));
+        }
+        let mut file = File::create(&path)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        let read = std::fs::read(&path)?;
+        for _ in 1..hashes {
+            digests.push(crate::workloads::snapshot::sha256_hex(&read));
+        }
+        let elapsed = start.elapsed();
+        if read.len() != bytes.len() || digests.windows(2).any(|pair| pair[0] != pair[1]) {
+            return Err(anyhow!("{} read back differently", path.display()));
+        }
+        samples.push(elapsed);
+        std::fs::remove_file(&path)?;
+        round += 1;
+    }
+    Latency::of(samples).context("no write + fsync + read finished")
 }
 
 fn now_ms() -> i64 {

@@ -9,12 +9,21 @@ use crate::{
     logs::Log,
     native,
     peer::PeerServer,
+    report::size,
     results::{Comparison, Measured, Missing, Results, Side, Work},
     server::{HostConfig, HostDurability, StasisHost, random_hex},
     stats::{Latency, Rate},
-    workloads::{Bounds, catchup, latency, sse, startup, throughput},
+    workloads::{
+        Bounds, catchup,
+        conversation::{self, Rebuilds},
+        latency, memory, push,
+        push::Pushes,
+        recovery::{self, Recoveries},
+        snapshot, sse, startup, throughput,
+    },
 };
-use anyhow::Result;
+use anyhow::{Result, anyhow};
+use bytes::Bytes;
 use stasis_sqlite::Durability;
 use std::{
     cell::{Cell, RefCell},
@@ -101,6 +110,20 @@ pub struct Budget {
     pub batches: Bounds,
     /// `GET /healthz` round trips.
     pub healthz: Bounds,
+    /// Snapshot PUT + GET rounds.
+    pub round_trips: Bounds,
+    /// The native write + fsync + read rounds.
+    pub native_snapshot: Bounds,
+    /// `snapshot push` rounds.
+    pub pushes: Bounds,
+    /// Bytes of the live database pushed.
+    pub push_db_bytes: u64,
+    /// Conversation rebuild rounds.
+    pub rebuilds: Bounds,
+    /// Recoveries.
+    pub recoveries: Bounds,
+    /// Bytes of each agent's kilo.db in a recovery.
+    pub recovery_bytes: usize,
 }
 
 impl Budget {
@@ -118,6 +141,13 @@ impl Budget {
                 single: Bounds::new(300, 1),
                 batches: Bounds::new(100, 1),
                 healthz: Bounds::new(2000, 1),
+                round_trips: Bounds::new(2, 20),
+                native_snapshot: Bounds::new(2, 10),
+                pushes: Bounds::new(2, 20),
+                push_db_bytes: 5_000_000,
+                rebuilds: Bounds::new(3, 10),
+                recoveries: Bounds::new(1, 60),
+                recovery_bytes: 4_000_000,
             }
         } else {
             Self {
@@ -131,6 +161,13 @@ impl Budget {
                 single: Bounds::new(3000, 5),
                 batches: Bounds::new(1000, 5),
                 healthz: Bounds::new(20_000, 3),
+                round_trips: Bounds::new(5, 60),
+                native_snapshot: Bounds::new(5, 30),
+                pushes: Bounds::new(5, 60),
+                push_db_bytes: push::DB_BYTES,
+                rebuilds: Bounds::new(10, 30),
+                recoveries: Bounds::new(3, 120),
+                recovery_bytes: recovery::SNAPSHOT_BYTES,
             }
         }
     }
@@ -144,6 +181,7 @@ struct Ctx {
     town: String,
     native_dir: PathBuf,
     native_runs: Cell<u32>,
+    scratch_dir: PathBuf,
     cpu: RefCell<BTreeMap<(Side, Work), CpuUse>>,
 }
 
@@ -197,6 +235,19 @@ impl Ctx {
     fn agent(&self, agent: &str) -> Log {
         Log::stasis(&self.town, agent)
     }
+
+    /// The path of `agent` (rig `r`) in this run's town.
+    fn agent_path(&self, agent: &str) -> String {
+        format!("/api/towns/{}/rigs/r/agents/{agent}", self.town)
+    }
+
+    /// A new empty folder for a workload's files.
+    fn scratch(&self, name: &str) -> Result<PathBuf, Missing> {
+        let dir = self.scratch_dir.join(name);
+        std::fs::create_dir_all(&dir)
+            .map_err(|error| Missing::Failed(format!("creating {}: {error}", dir.display())))?;
+        Ok(dir)
+    }
 }
 
 /// Runs everything `options` asks for.
@@ -215,6 +266,7 @@ pub fn run(options: &Options) -> Result<Results> {
         town: format!("bench-{}", random_hex(4)?),
         native_dir: tmp.path().join("native"),
         native_runs: Cell::new(0),
+        scratch_dir: tmp.path().join("scratch"),
         cpu: RefCell::new(BTreeMap::new()),
     };
     let mut results = Results::not_run();
@@ -253,6 +305,7 @@ pub fn run(options: &Options) -> Result<Results> {
             main_workloads(&ctx, &stasis, &edge, &peer, &mut results);
             let why = Missing::Skipped("needs a spawned host".to_owned());
             results.starts = Err(why.clone());
+            results.peak_rss = Err(why.clone());
             results.latency_os = Err(why.clone());
             results.native_commit_os = Err(why);
         }
@@ -303,6 +356,22 @@ fn spawned(
     };
     main_workloads(ctx, &stasis, edge, peer, results);
     stop_host(host);
+
+    // A fresh host, so that its peak memory is the PUT's.
+    let rss = config("stasis-rss", HostDurability::Fsync)?;
+    results.peak_rss = step(
+        &format!(
+            "stasis: peak RSS during one {} PUT (fresh host)",
+            size(memory::LARGEST as u64)
+        ),
+        || {
+            ctx.rt.block_on(memory::peak_rss(
+                &rss,
+                &ctx.agent_path("rss"),
+                memory::LARGEST,
+            ))
+        },
+    );
 
     // Restarts reuse the data folder the main workloads filled.
     let probe = ctx.agent("latency");
@@ -502,6 +571,115 @@ fn main_workloads(ctx: &Ctx, host: &Server, edge: &Server, peer: &Target, r: &mu
     };
     r.host_healthz = ctx.measure(host, Work::Healthz, "GET /healthz", healthz);
     r.edge.healthz = ctx.measure(edge, Work::Healthz, "GET /healthz", healthz);
+
+    state_workloads(ctx, host, edge, r);
+}
+
+/// Snapshots, `snapshot push`, the conversation rebuild and recovery, each
+/// on the host then the edge, the native baselines right beside the host's.
+fn state_workloads(ctx: &Ctx, host: &Server, edge: &Server, r: &mut Results) {
+    let budget = ctx.budget;
+    let body = Bytes::from(snapshot::random_bytes(snapshot::ROUND_TRIP_BYTES, 1));
+    let bytes = size(body.len() as u64);
+    r.native_round_trip = ctx.native(&format!("native: write + fsync + read of {bytes}"), |dir| {
+        native::write_fsync_read(dir, &body, 0, budget.native_snapshot)
+    });
+    let round_trips = async |ep: &Arc<Endpoint>| {
+        let path = ctx.agent_path("snapshot");
+        snapshot::round_trips(ep, &path, &body, budget.round_trips).await
+    };
+    let what = format!("snapshot PUT + GET of {bytes}");
+    r.state.round_trips = ctx.measure(host, Work::SnapshotRoundTrip, &what, round_trips);
+    r.native_round_trip_hashed = ctx.native(
+        &format!("native: write + fsync + read + 2 sha256 of {bytes}"),
+        |dir| native::write_fsync_read(dir, &body, 2, budget.native_snapshot),
+    );
+    r.edge.state.round_trips = ctx.measure(edge, Work::SnapshotRoundTrip, &what, round_trips);
+    drop(body);
+
+    let db = ctx.native(
+        &format!(
+            "native: a live {} SQLite database",
+            size(budget.push_db_bytes)
+        ),
+        |dir| push::live_database(dir, budget.push_db_bytes),
+    );
+    // Each push is followed by its baseline, a raw PUT of as many bytes by
+    // the bench's client; only the pushes are charged CPU time.
+    let push_then_put = |server: &Server| -> (Measured<Pushes>, Measured<Latency>) {
+        let what = "snapshot push of a live database (stasis-client)";
+        let pushed = ctx.measure(server, Work::Push, what, async |ep| {
+            let db = db
+                .as_ref()
+                .map_err(|missing| anyhow!("no live database: {missing:?}"))?;
+            push::pushes(ep, &ctx.town, "push", db, budget.pushes).await
+        });
+        let raw = match &pushed {
+            Ok(p) => {
+                let what = format!("{}: raw PUT of {}", server.side.name(), size(p.size));
+                ctx.on(&server.target, &what, async |ep| {
+                    let body = Bytes::from(snapshot::random_bytes(usize::try_from(p.size)?, 5));
+                    snapshot::puts(ep, &ctx.agent_path("push-raw"), &body, budget.pushes).await
+                })
+            }
+            Err(missing) => Err(missing.clone()),
+        };
+        (pushed, raw)
+    };
+    (r.state.push, r.state.push_raw) = push_then_put(host);
+    (r.edge.state.push, r.edge.state.push_raw) = push_then_put(edge);
+    drop(db);
+
+    let session = "ses-main";
+    let stream = conversation::stream(conversation::EVENTS, session);
+    // The rebuilds are charged CPU time; their baseline, the plain read of
+    // the same events, follows them.
+    let rebuilds = |server: &Server| -> (Measured<Rebuilds>, Measured<Latency>) {
+        let path = ctx.agent_path("conversation");
+        let side = server.side.name();
+        let fill = format!(
+            "{side}: fill {} streamed message events",
+            stream.events.len()
+        );
+        if let Err(missing) = ctx.on(&server.target, &fill, async |ep| {
+            conversation::fill(ep, &path, &stream, session).await
+        }) {
+            return (Err(missing.clone()), Err(missing));
+        }
+        let rebuilt = ctx.measure(
+            server,
+            Work::Conversation,
+            "conversation rebuild",
+            async |ep| conversation::rebuilds(ep, &path, &stream, budget.rebuilds).await,
+        );
+        let what = format!("{side}: plain read of the same events");
+        let read = ctx.on(&server.target, &what, async |ep| {
+            let log = ctx.agent("conversation");
+            catchup::reads(ep, &log, stream.events.len(), budget.rebuilds).await
+        });
+        (rebuilt, read)
+    };
+    (r.state.conversation, r.state.conversation_read) = rebuilds(host);
+    (r.edge.state.conversation, r.edge.state.conversation_read) = rebuilds(edge);
+
+    let recoveries = |server: &Server| -> Measured<Recoveries> {
+        let town = format!("{}-recovery", ctx.town);
+        let side = server.side.name();
+        let setup = format!(
+            "{side}: container A (3 agents, {} kilo.db each, conversation, checkpoint)",
+            size(budget.recovery_bytes as u64)
+        );
+        let mut prepared = ctx.on(&server.target, &setup, async |ep| {
+            recovery::prepare(ep, &town, budget.recovery_bytes).await
+        })?;
+        let root = ctx.scratch(&format!("recovery-{side}"))?;
+        let what = "recovery: heartbeat to every kilo.db verified + the Mayor's dispatch";
+        ctx.measure(server, Work::Recovery, what, async |ep| {
+            recovery::recoveries(ep, &mut prepared, &root, budget.recoveries).await
+        })
+    };
+    r.state.recovery = recoveries(host);
+    r.edge.state.recovery = recoveries(edge);
 }
 
 /// The four comparison workloads, each on the host, the peer, then the

@@ -3,7 +3,10 @@
 use crate::{
     cpu::CpuUse,
     stats::{Latency, Rate},
-    workloads::startup::Starts,
+    workloads::{
+        conversation::Rebuilds, memory::PeakRss, push::Pushes, recovery::Recoveries,
+        snapshot::RoundTrips, startup::Starts,
+    },
 };
 use std::collections::BTreeMap;
 
@@ -90,6 +93,45 @@ pub enum Work {
     BatchC16,
     /// `GET /healthz` at concurrency 1: the request path alone.
     Healthz,
+    /// Snapshot PUT then GET of 24 MiB.
+    SnapshotRoundTrip,
+    /// `snapshot push` of a live database.
+    Push,
+    /// `GET /conversation` of 10,000 streamed events.
+    Conversation,
+    /// A new container's heartbeat and hydration.
+    Recovery,
+}
+
+/// The snapshot, conversation and recovery figures of one runtime.
+#[derive(Debug, Clone)]
+pub struct StateFigures {
+    /// Snapshot PUT then GET of 24 MiB.
+    pub round_trips: Measured<RoundTrips>,
+    /// `snapshot push` of a live database.
+    pub push: Measured<Pushes>,
+    /// A raw PUT of as many bytes as the push uploaded (its baseline).
+    pub push_raw: Measured<Latency>,
+    /// `GET /conversation` of 10,000 streamed events.
+    pub conversation: Measured<Rebuilds>,
+    /// `GET /events` of the same events (its baseline).
+    pub conversation_read: Measured<Latency>,
+    /// First heartbeat to every kilo.db verified and the Mayor's dispatch.
+    pub recovery: Measured<Recoveries>,
+}
+
+impl StateFigures {
+    /// Every figure missing for the same reason.
+    pub fn missing(why: &Missing) -> Self {
+        Self {
+            round_trips: Err(why.clone()),
+            push: Err(why.clone()),
+            push_raw: Err(why.clone()),
+            conversation: Err(why.clone()),
+            conversation_read: Err(why.clone()),
+            recovery: Err(why.clone()),
+        }
+    }
 }
 
 /// The edge's figures: the workloads of the event-log table that apply to
@@ -112,6 +154,8 @@ pub struct EdgeFigures {
     pub healthz: Measured<Latency>,
     /// The 1000 B message workloads.
     pub comparison: Comparison,
+    /// Snapshots, `snapshot push`, the conversation rebuild, recovery.
+    pub state: StateFigures,
 }
 
 impl EdgeFigures {
@@ -126,6 +170,7 @@ impl EdgeFigures {
             sse: Err(why.clone()),
             healthz: Err(why.clone()),
             comparison: Comparison::missing(why),
+            state: StateFigures::missing(why),
         }
     }
 }
@@ -172,6 +217,15 @@ pub struct Results {
     pub peer_comparison: Comparison,
     /// stasis: `GET /healthz` at concurrency 1 (for the edge table).
     pub host_healthz: Measured<Latency>,
+    /// stasis: snapshots, `snapshot push`, the conversation rebuild and
+    /// recovery.
+    pub state: StateFigures,
+    /// native: the snapshot's bytes written, fsynced and read back.
+    pub native_round_trip: Measured<Latency>,
+    /// native: the same with two sha256s of the bytes.
+    pub native_round_trip_hashed: Measured<Latency>,
+    /// stasis: peak memory of a fresh host during one 25 MiB PUT.
+    pub peak_rss: Measured<PeakRss>,
     /// The edge's figures (all skipped without `--edge-url`).
     pub edge: EdgeFigures,
     /// CPU time per process during each workload run on both runtimes.
@@ -204,6 +258,10 @@ impl Results {
             comparison: Comparison::missing(&Missing::Skipped("not run".to_owned())),
             peer_comparison: Comparison::missing(&Missing::Skipped("not run".to_owned())),
             host_healthz: e(),
+            state: StateFigures::missing(&Missing::Skipped("not run".to_owned())),
+            native_round_trip: e(),
+            native_round_trip_hashed: e(),
+            peak_rss: e(),
             edge: EdgeFigures::missing(&Missing::Skipped("not run".to_owned())),
             cpu: BTreeMap::new(),
         }

@@ -17,6 +17,9 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::error::{Error, Result};
 
+/// The longest a single SQLite call waits for a lock before the loop looks at the time.
+const MAX_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How a backup proceeds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackupOptions {
@@ -74,8 +77,6 @@ pub fn backup_database(
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| Error::sqlite(src_context(), e))?;
-    src.busy_timeout(options.lock_wait.min(Duration::from_secs(5)))
-        .map_err(|e| Error::sqlite(src_context(), e))?;
     let started = Instant::now();
     pin_snapshot(&src, options, started).map_err(|e| Error::sqlite(src_context(), e))?;
 
@@ -102,6 +103,9 @@ fn pin_snapshot(
     started: Instant,
 ) -> rusqlite::Result<()> {
     loop {
+        // Each attempt waits for the lock no longer than what is left of `lock_wait`.
+        let left = options.lock_wait.saturating_sub(started.elapsed());
+        src.busy_timeout(left.min(MAX_BUSY_TIMEOUT))?;
         let attempt = src.execute_batch("BEGIN DEFERRED").and_then(|()| {
             src.query_row("SELECT count(*) FROM sqlite_schema", [], |row| {
                 row.get::<_, i64>(0)

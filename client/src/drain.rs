@@ -66,11 +66,16 @@ impl DrainReport {
     }
 }
 
-/// Posts the eviction (a failure is reported, not fatal), reads the registry, and pushes each
-/// agent's [`kilo_db_path`] before `options.budget` runs out, calling `on_agent` as each ends.
+/// Reads the town's state and registry, posts the eviction (a failure is reported, not
+/// fatal), and pushes each registered agent's [`kilo_db_path`] before `options.budget` runs
+/// out, calling `on_agent` as each ends. The copy of a locked database waits no longer than
+/// the budget either.
 ///
-/// Refuses to flush ([`Error::Superseded`]) when the registry names another container: a new
-/// container has taken over, and its snapshots are newer than ours.
+/// Refuses to evict or flush ([`Error::Superseded`]) when another container has taken the
+/// town over: the town's `current_container_id` (set by a heartbeat) names another one, or,
+/// before any container heartbeat, the registry does. Its snapshots are newer than ours, and
+/// our eviction would stop its dispatches. The registry may name an older container: the one
+/// whose agents this container hydrated at boot.
 pub fn drain(
     client: &Client,
     town: &str,
@@ -79,25 +84,21 @@ pub fn drain(
 ) -> Result<DrainReport> {
     let started = Instant::now();
     let deadline = started + options.budget;
-    crate::ids::check_id("container", &options.container_id)?;
-    let eviction_error = town::evict(
-        client,
-        town,
-        &options.container_id,
-        &options.reason,
-        Some(deadline),
-    )
-    .err();
+    let ours = options.container_id.as_str();
+    crate::ids::check_id("container", ours)?;
+    let state = town::state(client, town, Some(deadline))?;
     let registry = town::registry(client, town, Some(deadline))?;
-    if let Some(current) = registry.container_id.as_deref()
-        && !current.is_empty()
-        && current != options.container_id
-    {
+    let owner = state
+        .current_container_id
+        .as_deref()
+        .or(registry.container_id.as_deref());
+    if let Some(owner) = owner.filter(|owner| !owner.is_empty() && *owner != ours) {
         return Err(Error::Superseded {
-            ours: options.container_id.clone(),
-            current: current.to_owned(),
+            ours: ours.to_owned(),
+            current: owner.to_owned(),
         });
     }
+    let eviction_error = town::evict(client, town, ours, &options.reason, Some(deadline)).err();
     let mut agents = registry.agents;
     // The Mayor first: losing its conversation is what hurts most.
     agents.sort_by_key(|a| a.role != "mayor");
@@ -144,10 +145,13 @@ fn flush(
         Ok(_) if Instant::now() >= deadline => Flush::OutOfTime,
         Ok(_) if !path.is_file() => Flush::NoLocalDb,
         Ok(agent_ref) => {
-            let push_options = PushOptions {
+            let mut push_options = PushOptions {
                 deadline: Some(deadline),
                 ..PushOptions::default()
             };
+            let left = deadline.saturating_duration_since(Instant::now());
+            let backup = &mut push_options.backup;
+            backup.lock_wait = backup.lock_wait.min(left);
             match snapshot::push(client, &agent_ref, &path, &push_options) {
                 Ok(receipt) => Flush::Flushed(receipt),
                 Err(_) if Instant::now() >= deadline => Flush::OutOfTime,

@@ -16,11 +16,15 @@ pub mod exit {
     pub const REFUSED: u8 = 4;
     /// The server could not be reached, or kept failing (timeouts, 5xx, 503), after bounded retries.
     pub const UNAVAILABLE: u8 = 5;
-    /// Bytes did not match their sha256 (a download, or the server's receipt of an upload).
+    /// Bytes did not match their sha256 (a download, the server's receipt of an upload, or
+    /// `500 snapshot_corrupt`: the server's stored copy).
     pub const INTEGRITY: u8 = 6;
     /// `boot` or `drain`: at least one agent could not be hydrated or flushed (in time).
     pub const PARTIAL: u8 = 7;
 }
+
+/// The code of a `500` for stored bytes that no longer match their sha256.
+const SNAPSHOT_CORRUPT: &str = "snapshot_corrupt";
 
 /// What went wrong. Every variant says which request or file it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -128,15 +132,15 @@ pub enum Error {
         limit: u64,
     },
 
-    /// The town's registry names another container: a newer one took over, and its snapshots
-    /// must not be overwritten with this container's older ones.
+    /// Another container has taken the town over (`drain`): its snapshots must not be
+    /// overwritten with this container's older ones, nor its town set draining.
     #[error(
-        "the registry belongs to container {current}, not {ours}: a newer container took over, so nothing is flushed"
+        "container {current} has taken the town over from {ours}: its snapshots are newer, so nothing is evicted or flushed"
     )]
     Superseded {
         /// This container.
         ours: String,
-        /// The container the registry names.
+        /// The container that took over (the town's current container, or the registry's).
         current: String,
     },
 
@@ -181,9 +185,25 @@ impl Error {
         }
     }
 
+    /// The server's error code (`snapshot_not_found`, `unauthorized`, ...), when this is an
+    /// API error.
+    pub fn code(&self) -> Option<&str> {
+        match self.root() {
+            Error::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    /// True for a server error that a retry cannot cure although its status is retryable:
+    /// `500 snapshot_corrupt` (the stored bytes no longer match their sha256).
+    pub fn is_permanent(&self) -> bool {
+        self.code() == Some(SNAPSHOT_CORRUPT)
+    }
+
     /// The exit code of the binary for this error (see [`exit`]).
     pub fn exit_code(&self) -> u8 {
         match self.root() {
+            Error::Api { code, .. } if code == SNAPSHOT_CORRUPT => exit::INTEGRITY,
             Error::Config(_)
             | Error::InvalidId { .. }
             | Error::Io { .. }
@@ -221,6 +241,21 @@ mod tests {
     fn client_errors_exit_as_refused_and_server_errors_as_unavailable() {
         assert_eq!(api(412).exit_code(), exit::REFUSED);
         assert_eq!(api(503).exit_code(), exit::UNAVAILABLE);
+    }
+
+    #[test]
+    fn a_corrupt_stored_snapshot_is_final_and_exits_as_integrity() {
+        let corrupt = Error::Api {
+            what: "GET /x".into(),
+            status: 500,
+            code: "snapshot_corrupt".into(),
+            message: "m".into(),
+            detail: None,
+        };
+        assert!(corrupt.is_permanent());
+        assert!(!api(500).is_permanent());
+        assert_eq!(corrupt.exit_code(), exit::INTEGRITY);
+        assert_eq!(corrupt.code(), Some("snapshot_corrupt"));
     }
 
     #[test]

@@ -114,13 +114,19 @@ impl Client {
         }
     }
 
-    /// Runs `op` under the client's retry policy (and `deadline`).
+    /// Runs `op` under the client's retry policy (and `deadline`); a deadline already past
+    /// is [`Error::OutOfTime`] without an attempt.
     pub(crate) fn retrying<T>(
         &self,
         what: &str,
         deadline: Option<Instant>,
         op: impl FnMut() -> Result<T, Attempt>,
     ) -> Result<T> {
+        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            return Err(Error::OutOfTime {
+                what: what.to_owned(),
+            });
+        }
         retry::run(&self.policy, deadline, what, &|n| self.notify_retry(n), op)
     }
 
@@ -160,14 +166,42 @@ impl Client {
         body: &impl Serialize,
         deadline: Option<Instant>,
     ) -> Result<Vec<u8>> {
-        let what = format!("POST {path}");
+        self.send_json("POST", path, body, deadline)
+    }
+
+    /// `PUT path` with a JSON body, retried, answering the JSON body of a 2xx.
+    pub fn put_json<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+        deadline: Option<Instant>,
+    ) -> Result<T> {
+        let bytes = self.send_json("PUT", path, body, deadline)?;
+        parse_json(&format!("PUT {path}"), &bytes)
+    }
+
+    /// `method path` with a JSON body, retried, answering the raw body of a 2xx.
+    fn send_json(
+        &self,
+        method: &str,
+        path: &str,
+        body: &impl Serialize,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<u8>> {
+        let what = format!("{method} {path}");
         let bytes = serde_json::to_vec(body).map_err(|e| Error::Protocol {
             what: what.clone(),
             detail: format!("the request body does not encode: {e}"),
         })?;
         self.retrying(&what, deadline, || {
+            let url = self.config.url(path);
+            let builder = if method == "PUT" {
+                self.agent.put(url)
+            } else {
+                self.agent.post(url)
+            };
             let request = self
-                .prepare(self.agent.post(self.config.url(path)), deadline)
+                .prepare(builder, deadline)
                 .header("Content-Type", "application/json");
             let response = request.send(&bytes[..]).map_err(|e| transport(&what, e))?;
             read_body(&what, check_status(&what, response)?)
@@ -235,7 +269,7 @@ pub(crate) fn refusal(what: &str, response: Response<Body>) -> Attempt {
             .map(Duration::from_secs),
         _ => None,
     };
-    if retry::is_retryable_status(status) {
+    if retry::is_retryable_status(status) && !error.is_permanent() {
         Attempt::retry(error, header_wait.or(body_wait))
     } else {
         Attempt::fail(error)

@@ -31,9 +31,11 @@ Exit codes:
   1  local failure (a file, a SQLite database, bad configuration)
   2  usage error
   3  snapshot pull: the server has no snapshot for this agent (nothing was written)
-  4  the server refused the request (4xx: unauthorized, forbidden, 412, 413, ...)
+  4  the server refused the request (4xx: unauthorized, forbidden, 412, 413, ...);
+     drain: another container has taken the town over
   5  the server was unreachable or kept failing after bounded retries
-  6  integrity: bytes did not match their sha256
+  6  integrity: bytes did not match their sha256 (a download, a receipt, or the
+     server's stored copy: 500 snapshot_corrupt)
   7  boot/drain: at least one agent was not hydrated / not flushed (in time)
 
 In a container:
@@ -79,7 +81,8 @@ enum Command {
     ///
     /// Posts the eviction (the town starts draining), reads the container registry, and
     /// pushes each registered agent's kilo.db (the Mayor first) before the budget runs out.
-    /// Refuses to push when the registry names another container (a newer one took over).
+    /// Refuses to evict or push (exit code 4) when another container has taken the town over
+    /// (its heartbeat came after this one's).
     /// Reports each agent on stderr and a JSON report on stdout; exit code 7 if the eviction
     /// failed or any agent was not flushed (failed, or out of time).
     Drain(DrainArgs),

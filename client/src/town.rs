@@ -1,4 +1,5 @@
-//! The town endpoints a container calls: heartbeat, container eviction, the process registry.
+//! The town endpoints a container calls: heartbeat, container eviction, the process registry,
+//! and the town's state.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -26,7 +27,7 @@ pub struct RegisteredAgent {
     pub session_id: Option<String>,
     /// The port of its SDK server, when known.
     #[serde(default)]
-    pub port: Option<u64>,
+    pub port: Option<u16>,
 }
 
 /// Which agents a container runs (`GET /api/towns/{town}/container-registry`).
@@ -38,6 +39,26 @@ pub struct Registry {
     /// The agents.
     #[serde(default)]
     pub agents: Vec<RegisteredAgent>,
+    /// When it was last replaced (ms since the epoch; `None` before the first `PUT`).
+    #[serde(default)]
+    pub updated_at: Option<i64>,
+}
+
+/// A town's state (`GET /api/towns/{town}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TownState {
+    /// An eviction was announced and no other container has heartbeat since.
+    #[serde(default)]
+    pub draining: bool,
+    /// The container whose eviction started the drain.
+    #[serde(default)]
+    pub evicting_container_id: Option<String>,
+    /// The container that last took the town over (by its heartbeat).
+    #[serde(default)]
+    pub current_container_id: Option<String>,
+    /// The newest heartbeat from any container, ms since the epoch.
+    #[serde(default)]
+    pub last_heartbeat_at: Option<i64>,
 }
 
 /// The answer to a heartbeat.
@@ -89,6 +110,26 @@ pub fn registry(client: &Client, town: &str, deadline: Option<Instant>) -> Resul
         Err(Error::Api { status: 404, .. }) => Ok(Registry::default()),
         Err(e) => Err(e),
     }
+}
+
+/// `PUT /api/towns/{town}/container-registry {container_id, agents}`, retried (a `PUT` replaces
+/// the registry whole, so repeating it is harmless). Answers the registry as stored.
+pub fn put_registry(
+    client: &Client,
+    town: &str,
+    container_id: &str,
+    agents: &[RegisteredAgent],
+    deadline: Option<Instant>,
+) -> Result<Registry> {
+    crate::ids::check_id("container", container_id)?;
+    let path = format!("{}/container-registry", town_path(town)?);
+    let body = json!({ "container_id": container_id, "agents": agents });
+    client.put_json(&path, &body, deadline)
+}
+
+/// `GET /api/towns/{town}`, retried (a town never seen answers an empty state).
+pub fn state(client: &Client, town: &str, deadline: Option<Instant>) -> Result<TownState> {
+    client.get_json(&town_path(town)?, deadline)
 }
 
 /// A fresh container id: `c-` and 32 hex digits, different on every call and every boot.

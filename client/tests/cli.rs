@@ -63,7 +63,8 @@ fn without_a_url_it_says_so_and_exits_1() {
 
 #[test]
 fn pulling_a_missing_snapshot_exits_3_and_prints_nothing_on_stdout() {
-    let mock = Mock::start(|_| Response::error(404, "not_found", "no snapshot"));
+    let mock =
+        Mock::start(|_| Response::error(404, "snapshot_not_found", "the agent has no snapshot"));
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("kilo.db");
     let out = out.to_str().expect("utf-8 path");

@@ -130,7 +130,8 @@ fn a_pull_that_keeps_breaking_gives_up_and_leaves_nothing() {
 
 #[test]
 fn no_snapshot_is_an_outcome_and_writes_nothing() {
-    let mock = Mock::start(|_| Response::error(404, "not_found", "no snapshot"));
+    let mock =
+        Mock::start(|_| Response::error(404, "snapshot_not_found", "the agent has no snapshot"));
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("kilo.db");
     let outcome = pull(&mock.client(), &mayor(), &out, &PullOptions::default()).expect("pull");
@@ -214,6 +215,39 @@ fn a_refusal_is_reported_with_the_server_code_and_not_retried() {
         "{error}"
     );
     assert_eq!(mock.requests().len(), 1);
+}
+
+#[test]
+fn a_404_for_a_path_stasis_does_not_serve_is_an_error_not_an_empty_agent() {
+    // A STASIS_URL with a wrong prefix reaches stasis, which answers `not_found`.
+    let mock = Mock::start(|_| Response::error(404, "not_found", "no such endpoint"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let error = pull(
+        &mock.client(),
+        &mayor(),
+        &dir.path().join("kilo.db"),
+        &PullOptions::default(),
+    )
+    .expect_err("not a missing snapshot");
+    assert_eq!(error.code(), Some("not_found"));
+    assert_eq!(error.exit_code(), stasis_client::exit::REFUSED);
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[test]
+fn a_corrupt_stored_snapshot_is_not_retried_and_writes_nothing() {
+    let mock = Mock::start(|_| Response::error(500, "snapshot_corrupt", "bytes do not match"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let error = pull(
+        &mock.client(),
+        &mayor(),
+        &dir.path().join("kilo.db"),
+        &PullOptions::default(),
+    )
+    .expect_err("corrupt");
+    assert_eq!(error.exit_code(), stasis_client::exit::INTEGRITY);
+    assert_eq!(mock.requests().len(), 1);
+    assert!(entries(dir.path()).is_empty());
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! `boot` and `drain` against a mock of the town endpoints (which the server does not serve
-//! yet; these follow shared/SPEC.md). The end-to-end run against a real server is the lead's.
+//! `boot` and `drain` against a mock of the town endpoints, following docs/http-api.md. The
+//! run against the real server is host/tests/client_end_to_end.rs.
 
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 
@@ -21,6 +21,15 @@ fn registry(container: &str) -> serde_json::Value {
         {"agent_id": "mayor", "rig_id": "hq", "role": "mayor", "session_id": "s1", "port": 4100},
         {"agent_id": "polecat-2", "rig_id": "main", "role": "polecat", "session_id": null, "port": null},
     ]})
+}
+
+/// `GET /api/towns/t1` with `current` as the current container.
+fn town_state(current: Option<&str>) -> Response {
+    Response::json(
+        200,
+        &json!({"town_id": "t1", "draining": false, "evicting_container_id": null,
+                "current_container_id": current, "last_heartbeat_at": null, "mayor": null}),
+    )
 }
 
 fn sha_of(bytes: &[u8]) -> String {
@@ -54,7 +63,7 @@ fn boot_heartbeats_then_hydrates_every_registered_agent() {
                         .header("X-Stasis-Snapshot-Version", "2")
                         .body(polecat.0.clone())
                 }
-                _ => Response::error(404, "not_found", "nothing here"),
+                _ => Response::error(404, "snapshot_not_found", "the agent has no snapshot"),
             },
         );
     let root = tempfile::tempdir().expect("tempdir");
@@ -108,7 +117,7 @@ fn a_failed_agent_does_not_stop_the_boot_and_is_reported() {
         "/api/towns/t1/rigs/hq/agents/mayor/db-snapshot" => Response::new(200)
             .header("X-Stasis-Sha256", &"0".repeat(64))
             .body("garbage"),
-        _ => Response::error(404, "not_found", "none"),
+        _ => Response::error(404, "snapshot_not_found", "the agent has no snapshot"),
     });
     let root = tempfile::tempdir().expect("tempdir");
     let options = BootOptions {
@@ -156,6 +165,7 @@ fn drain_options(root: &Path, budget: Duration) -> DrainOptions {
 fn drain_posts_the_eviction_then_flushes_every_agent_mayor_first() {
     let mock = Mock::start(
         |request: &Request| match (request.method.as_str(), request.path()) {
+            ("GET", "/api/towns/t1") => town_state(Some("c-old")),
             ("POST", "/api/towns/t1/container-eviction") => Response::json(202, &json!({})),
             ("GET", "/api/towns/t1/container-registry") => Response::json(200, &registry("c-old")),
             ("PUT", _) => put_receipt(request),
@@ -175,9 +185,17 @@ fn drain_posts_the_eviction_then_flushes_every_agent_mayor_first() {
 
     assert!(report.complete(), "{report:?}");
     let requests = mock.requests();
-    assert_eq!(requests[0].path(), "/api/towns/t1/container-eviction");
+    let paths: Vec<&str> = requests.iter().take(3).map(Request::path).collect();
     assert_eq!(
-        requests[0].json(),
+        paths,
+        [
+            "/api/towns/t1",
+            "/api/towns/t1/container-registry",
+            "/api/towns/t1/container-eviction"
+        ]
+    );
+    assert_eq!(
+        requests[2].json(),
         json!({"container_id": "c-old", "reason": "sigterm"})
     );
     let puts: Vec<&str> = requests
@@ -203,24 +221,51 @@ fn drain_posts_the_eviction_then_flushes_every_agent_mayor_first() {
 }
 
 #[test]
-fn drain_refuses_to_overwrite_a_newer_containers_snapshots() {
-    let mock = Mock::start(|request: &Request| match request.path() {
-        "/api/towns/t1/container-eviction" => Response::json(202, &json!({})),
-        "/api/towns/t1/container-registry" => Response::json(200, &registry("c-newer")),
-        _ => put_receipt(request),
-    });
+fn drain_refuses_to_evict_or_overwrite_once_a_newer_container_took_over() {
+    // A newer container heartbeat (it is the town's current one), or, before any heartbeat,
+    // registered its agents.
+    for (current, registered) in [(Some("c-newer"), "c-old"), (None, "c-newer")] {
+        let mock = Mock::start(move |request: &Request| match request.path() {
+            "/api/towns/t1" => town_state(current),
+            "/api/towns/t1/container-eviction" => Response::json(202, &json!({})),
+            "/api/towns/t1/container-registry" => Response::json(200, &registry(registered)),
+            _ => put_receipt(request),
+        });
+        let root = tempfile::tempdir().expect("tempdir");
+        write_kilo_db(root.path(), "mayor");
+        let error = drain(
+            &mock.client(),
+            "t1",
+            &drain_options(root.path(), Duration::from_secs(60)),
+            &|_| {},
+        )
+        .expect_err("superseded");
+        assert!(matches!(error, Error::Superseded { .. }), "{error}");
+        assert_eq!(error.exit_code(), exit::REFUSED);
+        assert!(mock.requests().iter().all(|r| r.method == "GET"));
+    }
+}
+
+#[test]
+fn a_container_that_booted_from_its_predecessors_registry_drains_it() {
+    // c-new heartbeat (it is current) and hydrated the agents c-old registered.
+    let mock = Mock::start(
+        |request: &Request| match (request.method.as_str(), request.path()) {
+            ("GET", "/api/towns/t1") => town_state(Some("c-new")),
+            ("GET", _) => Response::json(200, &registry("c-old")),
+            ("POST", _) => Response::json(202, &json!({})),
+            _ => put_receipt(request),
+        },
+    );
     let root = tempfile::tempdir().expect("tempdir");
     write_kilo_db(root.path(), "mayor");
-    let error = drain(
-        &mock.client(),
-        "t1",
-        &drain_options(root.path(), Duration::from_secs(60)),
-        &|_| {},
-    )
-    .expect_err("superseded");
-    assert!(matches!(error, Error::Superseded { .. }), "{error}");
-    assert_eq!(error.exit_code(), exit::REFUSED);
-    assert!(mock.requests().iter().all(|r| r.method != "PUT"));
+    let options = DrainOptions {
+        container_id: "c-new".into(),
+        ..drain_options(root.path(), Duration::from_secs(60))
+    };
+    let report = drain(&mock.client(), "t1", &options, &|_| {}).expect("drain");
+    assert!(report.complete(), "{report:?}");
+    assert!(matches!(report.agents[0].result, Flush::Flushed(_)));
 }
 
 #[test]

@@ -57,11 +57,11 @@ impl DurableObject for AgentObject {
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         match req.path().as_str() {
             "/call" => {
-                let call: AgentCall = req.json().await?;
+                let call: AgentCall = serde_json::from_str(&req.text().await?)?;
                 Response::from_json(&self.core.execute(call))
             }
             "/tail" => {
-                let tail: Tail = req.json().await?;
+                let tail: Tail = serde_json::from_str(&req.text().await?)?;
                 let frames = stasis_api::sse::stream(LocalAgent(Rc::clone(&self.core)), tail)
                     .map(Ok::<_, worker::Error>);
                 let response = Response::from_stream(frames)?;

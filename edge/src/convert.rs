@@ -1,6 +1,7 @@
 //! Worker requests and responses to and from `http` types.
 
 use bytes::Bytes;
+use futures::StreamExt as _;
 use worker::{Headers, Request, Response, Result};
 
 /// The request's head as `http` parts, for `Api::admit`.
@@ -25,6 +26,12 @@ pub fn head_of(req: &Request) -> Result<http::request::Parts> {
 }
 
 /// An `http` response as a worker response.
+///
+/// A 204, 205 or 304 gets a null body (the Fetch spec forbids a body on
+/// them; workerd warns about an empty one and may refuse it later). Any other
+/// body moves into the response without a copy in the worker's memory: a
+/// 25 MiB snapshot is then held once in wasm, not twice. A HEAD answer keeps
+/// the `Content-Length` stasis-api set for it.
 pub fn to_worker(response: http::Response<Bytes>) -> Result<Response> {
     let (parts, body) = response.into_parts();
     let headers = Headers::new();
@@ -33,7 +40,51 @@ pub fn to_worker(response: http::Response<Bytes>) -> Result<Response> {
             headers.append(name.as_str(), value)?;
         }
     }
-    Ok(Response::from_bytes(body.to_vec())?
-        .with_status(parts.status.as_u16())
-        .with_headers(headers))
+    let status = parts.status;
+    let response = if is_null_body_status(status) {
+        Response::empty()?
+    } else {
+        // Takes the buffer back from `Bytes` when it is the only owner.
+        Response::from_bytes(Vec::from(body))?
+    };
+    Ok(response.with_status(status.as_u16()).with_headers(headers))
+}
+
+/// The statuses whose responses must have a null body (Fetch: "null body
+/// status"; the 1xx ones cannot be built by a worker at all).
+fn is_null_body_status(status: http::StatusCode) -> bool {
+    matches!(
+        status,
+        http::StatusCode::NO_CONTENT
+            | http::StatusCode::RESET_CONTENT
+            | http::StatusCode::NOT_MODIFIED
+    )
+}
+
+/// The request's body, or `None` when it passes `limit` bytes.
+///
+/// With a `Content-Length` (which `Api::admit` has already held to the
+/// limit, and which the runtime enforces) the body is read in one piece.
+/// Without one (chunked) it is read chunk by chunk and refused as soon as it
+/// passes the limit, so an oversized upload is never held whole: a worker
+/// has 128 MB for everything.
+pub async fn read_body(req: &mut Request, limit: u64) -> Result<Option<Vec<u8>>> {
+    if req.inner().body().is_none() {
+        return Ok(Some(Vec::new()));
+    }
+    let within = |len: usize| u64::try_from(len).is_ok_and(|len| len <= limit);
+    if req.headers().has("content-length")? {
+        let body = req.bytes().await?;
+        return Ok(within(body.len()).then_some(body));
+    }
+    let mut body = Vec::new();
+    let mut chunks = req.stream()?;
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk?;
+        if !within(body.len().saturating_add(chunk.len())) {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
 }

@@ -43,10 +43,9 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Ok(admitted) => admitted,
         Err(err) => return convert::to_worker(err.into_response()),
     };
-    let body = req.bytes().await?;
-    if u64::try_from(body.len()).unwrap_or(u64::MAX) > admitted.body_limit() {
+    let Some(body) = convert::read_body(&mut req, admitted.body_limit()).await? else {
         return convert::to_worker(admitted.body_too_large().into_response());
-    }
+    };
     match api.handle(admitted, body.into()).await {
         Reply::Full(response) => convert::to_worker(response),
         Reply::Stream(tail) => api.objects().open_tail(&tail).await,

@@ -34,7 +34,7 @@ impl DurableObject for TownObject {
         if req.path() != "/call" {
             return Response::error(format!("no such object route {}", req.path()), 404);
         }
-        let call: TownCall = req.json().await?;
+        let call: TownCall = serde_json::from_str(&req.text().await?)?;
         let sql = self.sql.clone();
         let env = TownEnv {
             now_ms: settings::now_ms(),

@@ -1,4 +1,7 @@
-//! The `stasis` command: serve the local runtime, or mint tokens.
+//! The `stasis` command: serve the local runtime, mint tokens, or run the
+//! end-to-end demo.
+
+mod demo;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -25,6 +28,9 @@ enum Command {
     Serve(ServeArgs),
     /// Print a bearer token minted from the secret.
     Token(TokenArgs),
+    /// Run the spec's scenario end to end: container A is evicted, container
+    /// B gets everything back. Against a fresh in-process host, or --url.
+    Demo(demo::DemoArgs),
 }
 
 #[derive(Args)]
@@ -77,6 +83,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Token(args) => token(args),
+        Command::Demo(args) => demo::run(args),
     }
 }
 

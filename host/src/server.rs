@@ -5,7 +5,7 @@ use anyhow::Context;
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{Request, Response};
-use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use hyper::{body::Frame, body::Incoming, service::service_fn};
 use hyper_util::rt::TokioIo;
 use stasis_api::{Api, ApiError, Reply};
@@ -118,20 +118,10 @@ async fn respond(
             return Ok(full(err.into_response()));
         }
     };
-    let limit = admitted.body_limit();
-    let bytes = match Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX))
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(err)
-            if err
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            return Ok(full(admitted.body_too_large().into_response()));
-        }
-        Err(err) => {
+    let bytes = match read_body(body, &head.headers, admitted.body_limit()).await {
+        Ok(bytes) => bytes,
+        Err(BodyError::TooLarge) => return Ok(full(admitted.body_too_large().into_response())),
+        Err(BodyError::Read(err)) => {
             return Ok(full(
                 ApiError::invalid_request(format!("reading the body failed: {err}"))
                     .into_response(),
@@ -147,6 +137,42 @@ async fn respond(
             Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
         }
     })
+}
+
+/// Why a body could not be read.
+enum BodyError {
+    /// It passed the endpoint's limit.
+    TooLarge,
+    /// The connection failed.
+    Read(hyper::Error),
+}
+
+/// Reads the body into one buffer sized from `Content-Length` (already held
+/// to the limit), so that a 25 MiB snapshot is received as one copy rather
+/// than chunks gathered and then joined; past `limit` it stops at once.
+async fn read_body(
+    mut body: Incoming,
+    headers: &http::HeaderMap,
+    limit: u64,
+) -> Result<Bytes, BodyError> {
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+        .min(limit);
+    let mut buffer = Vec::with_capacity(usize::try_from(declared).unwrap_or(0));
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(BodyError::Read)?;
+        if let Ok(data) = frame.into_data() {
+            let total = u64::try_from(buffer.len() + data.len()).unwrap_or(u64::MAX);
+            if total > limit {
+                return Err(BodyError::TooLarge);
+            }
+            buffer.extend_from_slice(&data);
+        }
+    }
+    Ok(Bytes::from(buffer))
 }
 
 /// How far past the limit a refused body may be and still be read (and

@@ -1,14 +1,28 @@
 //! The workloads, each against any [`Log`](crate::logs::Log) on any
 //! [`Endpoint`](crate::client::Endpoint): stasis (spawned or given by URL)
-//! or the peer.
+//! or the peer. Those past the event log (snapshots, `snapshot push`, the
+//! conversation rebuild, recovery, peak memory) speak to stasis only.
 
 pub mod catchup;
+pub mod conversation;
 pub mod latency;
+pub mod memory;
+pub mod push;
+pub mod recovery;
+pub mod snapshot;
 pub mod sse;
 pub mod startup;
 pub mod throughput;
 
-use std::time::Duration;
+use crate::client::Endpoint;
+use anyhow::Result;
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
+    time::Duration,
+};
 
 /// Every loop stops at whichever comes first: `count` operations or `time`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,4 +41,18 @@ impl Bounds {
             time: Duration::from_secs(secs),
         }
     }
+}
+
+/// A `stasis-client` for `endpoint`, as a container would hold one, with a
+/// count of the requests it retried (a retry inside a timed push or boot
+/// would otherwise pass unseen).
+pub fn container_client(endpoint: &Endpoint) -> Result<(stasis_client::Client, Arc<AtomicU32>)> {
+    let config =
+        stasis_client::Config::new(&endpoint.base_url(), endpoint.token().map(str::to_owned))?;
+    let retries = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&retries);
+    let client = stasis_client::Client::new(config).on_retry(move |_| {
+        counted.fetch_add(1, Ordering::Relaxed);
+    });
+    Ok((client, retries))
 }

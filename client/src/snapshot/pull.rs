@@ -16,6 +16,8 @@ use crate::ids::AgentRef;
 use crate::progress;
 use crate::retry::Attempt;
 
+/// The code of stasis's 404 for an agent without a snapshot.
+const NO_SNAPSHOT: &str = "snapshot_not_found";
 /// The most bytes a pull reads before giving up on a server that does not stop.
 const PULL_READ_LIMIT: u64 = 1 << 30;
 /// Files SQLite keeps beside a database; stale ones would corrupt a replaced database.
@@ -74,8 +76,9 @@ struct Download<'a> {
 /// they belong to the old content and would corrupt the new one. Do not pull over a database
 /// that a running process has open.
 ///
-/// A 404 with stasis's error body (`not_found`) is [`PullOutcome::NoSnapshot`]; any other 404
-/// (a page from a proxy, a wrong URL) is an error.
+/// A 404 `snapshot_not_found` (stasis's answer for an agent without a snapshot) is
+/// [`PullOutcome::NoSnapshot`]; any other 404 (stasis's `not_found` for a path it does not
+/// serve, a page from a proxy, a wrong URL) is an error.
 ///
 /// When `out` already exists (with no pending WAL or journal), its hash is sent as
 /// `If-None-Match`, and a 304 leaves it untouched. `503 snapshot_propagating` (and other
@@ -119,11 +122,11 @@ impl Download<'_> {
         }
     }
 
-    /// Only stasis's own `not_found` means "no snapshot": a 404 page from something else (a
-    /// wrong STASIS_URL, a proxy) must not pass for a fresh agent.
+    /// Only stasis's `snapshot_not_found` means "no snapshot": any other 404 (a wrong
+    /// STASIS_URL, a proxy) must not pass for a fresh agent.
     fn not_found(&self, response: Response<ureq::Body>) -> Result<PullOutcome, Attempt> {
         match http::api_error(&self.what, response) {
-            Error::Api { code, .. } if code == "not_found" => Ok(PullOutcome::NoSnapshot),
+            Error::Api { code, .. } if code == NO_SNAPSHOT => Ok(PullOutcome::NoSnapshot),
             other => Err(Attempt::fail(other)),
         }
     }

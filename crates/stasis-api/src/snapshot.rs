@@ -6,7 +6,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use stasis_domain::{
     DomainError, Refusal,
     ids::AgentKey,
-    snapshot::{self, Precondition, PutRequest, SnapshotMeta},
+    snapshot::{self, Precondition, PutRequest, SnapshotMeta, saga},
 };
 
 /// The body limit of a snapshot upload.
@@ -55,7 +55,11 @@ pub async fn get(
             return Ok(response);
         }
     }
-    let Some((meta, bytes)) = objects.snapshot_read(key, with_bytes).await? else {
+    let found = objects
+        .snapshot_read(key, with_bytes)
+        .await
+        .map_err(corrupt_or_other)?;
+    let Some((meta, bytes)) = found else {
         return Err(not_found());
     };
     let mut response = Response::new(bytes.unwrap_or_default());
@@ -75,6 +79,19 @@ pub async fn delete(objects: &impl Snapshots, key: &AgentKey) -> Result<Response
     let mut response = Response::new(Bytes::new());
     *response.status_mut() = StatusCode::NO_CONTENT;
     Ok(response)
+}
+
+/// Bytes that fail their sha256 are a 500 with a code of their own, so that
+/// a client knows retrying will not help.
+fn corrupt_or_other(err: DomainError) -> ApiError {
+    match err {
+        DomainError::Storage(message) if message.starts_with(saga::CORRUPT) => ApiError::new(
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            saga::CORRUPT,
+            message,
+        ),
+        other => ApiError::from(other),
+    }
 }
 
 fn not_found() -> ApiError {

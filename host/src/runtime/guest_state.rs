@@ -18,6 +18,8 @@ pub struct GuestState {
     /// The object's database; the executor owns the transaction around it.
     pub db: SqliteStore,
     kv: Arc<KvFolder>,
+    /// KV keys the guest deleted, removed only once the group commits.
+    deferred_deletes: Vec<(BucketHandle, String)>,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -28,9 +30,27 @@ impl GuestState {
         Self {
             db,
             kv,
+            deferred_deletes: Vec::new(),
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
         }
+    }
+
+    /// The KV deletes of this group, for the executor to apply after its
+    /// commit (or drop after a rollback: then a sweep finds them later).
+    pub fn take_deferred_deletes(&mut self) -> Vec<(BucketHandle, String)> {
+        std::mem::take(&mut self.deferred_deletes)
+    }
+
+    /// How many deletes are deferred so far (a call's starting mark).
+    pub fn deferred_mark(&self) -> usize {
+        self.deferred_deletes.len()
+    }
+
+    /// Forgets the deletes of a call rolled back since `mark`: its writes
+    /// are undone, so the keys it meant to drop may still be named.
+    pub fn forget_deletes_since(&mut self, mark: usize) {
+        self.deferred_deletes.truncate(mark);
     }
 
     /// The connection, for the executor's BEGIN/SAVEPOINT/COMMIT.
@@ -101,15 +121,18 @@ impl kv_store::HostBucket for GuestState {
         self.kv.set(&bucket, &key, &value).map_err(kv_error)
     }
 
+    /// Deferred until the group's transaction commits: a delete is the last
+    /// step of a metadata switch that is not durable yet.
     fn delete(
         &mut self,
         bucket: Resource<BucketHandle>,
         key: String,
     ) -> Result<(), kv_store::Error> {
         let bucket = self.bucket(&bucket)?;
-        self.kv.delete(&bucket, &key).map_err(kv_error)
+        self.kv.check_key(&key).map_err(kv_error)?;
+        self.deferred_deletes.push((bucket, key));
+        Ok(())
     }
-
     fn exists(
         &mut self,
         bucket: Resource<BucketHandle>,

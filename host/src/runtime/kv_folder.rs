@@ -144,6 +144,21 @@ impl KvFolder {
         }
     }
 
+    /// Refuses a key that is not a plain path.
+    pub fn check_key(&self, key: &str) -> Result<(), KvError> {
+        key.split('/').try_for_each(check_segment)
+    }
+
+    /// Removes every `(bucket, key)`; failures are logged, and the keys they
+    /// leave are orphans a later sweep removes.
+    pub fn delete_all(&self, keys: &[(BucketHandle, String)]) {
+        for (bucket, key) in keys {
+            if let Err(err) = self.delete(bucket, key) {
+                tracing::warn!(%err, key, "a superseded KV value could not be deleted");
+            }
+        }
+    }
+
     /// Keys starting with `prefix`, sorted, one page after `cursor` (the
     /// last key of the previous page).
     pub fn list(

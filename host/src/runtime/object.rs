@@ -210,6 +210,12 @@ impl Object {
             results.push(result);
         }
         let committed = began.and_then(|()| finish(store.data().connection(), Ok(())));
+        // KV deletes wait for the commit: until then the metadata that the
+        // database would return to after a crash may still name those keys.
+        let deletes = store.data_mut().take_deferred_deletes();
+        if committed.is_ok() {
+            self.kv.delete_all(&deletes);
+        }
         tracing::debug!(
             object = %self.path.display(),
             calls = jobs.len(),
@@ -246,6 +252,7 @@ impl Object {
         job: &mut Job,
     ) -> Result<ObjectAnswer, DomainError> {
         let savepoint = Savepoint::open(store.data().connection())?;
+        let deletes_mark = store.data().deferred_mark();
         let result = match &mut job.call {
             ObjectCall::Agent(call) if is_event_log_call(call) => {
                 let guest = instance(&mut instances.event_log, "event-log", || {
@@ -277,6 +284,7 @@ impl Object {
             if matches!(result, Err(DomainError::Storage(_))) {
                 *instances = Instances::default();
             }
+            store.data_mut().forget_deletes_since(deletes_mark);
             savepoint.rollback(store.data().connection())?;
         } else {
             savepoint.release(store.data().connection())?;

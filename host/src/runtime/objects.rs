@@ -1,10 +1,10 @@
 //! The host's [`Objects`] port: a pool of agent objects on disk.
 
 use super::{
-    object::{Object, ObjectKind},
     calls::{ObjectAnswer, ObjectCall, SnapshotAnswer, SnapshotOp},
     components::Components,
     kv_folder::KvFolder,
+    object::{Object, ObjectKind},
 };
 use crate::config::ServeConfig;
 use bytes::Bytes;

@@ -1,9 +1,7 @@
 //! Agent-state and town calls through the session component, as the
 //! domain's call data in JSON.
 
-use super::{
-    object::from_wit_error, bindings::session::SessionComponent, guest_state::GuestState,
-};
+use super::{bindings::session::SessionComponent, guest_state::GuestState, object::from_wit_error};
 use serde::{Serialize, de::DeserializeOwned};
 use stasis_domain::{
     DomainError,

@@ -96,3 +96,28 @@ fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("a free port")
 }
+
+/// Puts compiled components into `data_dir/cache`, so that the server started on it skips
+/// compiling them (tens of seconds in a debug build). The first call in a test binary starts a
+/// server once to compile them into a folder under `CARGO_TARGET_TMPDIR`; later calls copy.
+pub fn with_compiled_components(data_dir: &Path) {
+    static COMPILED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let compiled = COMPILED.get_or_init(|| {
+        let shared = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("{}-components", env!("CARGO_CRATE_NAME")));
+        let _ = std::fs::remove_dir_all(&shared);
+        let warm = tempfile::tempdir().expect("temp dir");
+        drop(Server::start(warm.path(), &[]));
+        copy_files(&warm.path().join("cache"), &shared);
+        shared
+    });
+    copy_files(compiled, &data_dir.join("cache"));
+}
+
+fn copy_files(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("cache dir");
+    for entry in std::fs::read_dir(from).expect("compiled components") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+    }
+}

@@ -40,7 +40,19 @@ pub trait BlobStore {
     fn propagation_delays_ms(&self) -> &[u64];
     /// Waits `ms` milliseconds.
     fn pause(&self, ms: u64) -> impl Future<Output = ()>;
+
+    /// Lowercase hex sha256 of `bytes`. A runtime with a faster native
+    /// digest than the portable one (the Workers runtime's WebCrypto)
+    /// overrides it; the result must be the same.
+    fn sha256_hex(&self, bytes: &[u8]) -> impl Future<Output = String> {
+        let digest = digest::sha256_hex(bytes);
+        async move { digest }
+    }
 }
+
+/// How a storage error about bytes that fail their sha256 begins; the API
+/// answers it with the code of the same name.
+pub const CORRUPT: &str = "snapshot_corrupt";
 
 /// The seconds a client is told to wait when a key is still propagating.
 pub const PROPAGATING_RETRY_AFTER_S: u64 = 2;
@@ -55,7 +67,7 @@ pub async fn put(
 ) -> Result<SnapshotMeta, DomainError> {
     let size = u64::try_from(body.len()).unwrap_or(u64::MAX);
     rules::check_size(size)?;
-    let sha256 = digest::sha256_hex(body);
+    let sha256 = blobs.sha256_hex(body).await;
     if let Some(expected) = &request.expected_sha256 {
         if !is_sha256_hex(expected) {
             return Err(DomainError::invalid(
@@ -171,7 +183,8 @@ pub async fn get(
                 )));
             }
         };
-        verify(&meta, &bytes)?;
+        let actual = blobs.sha256_hex(&bytes).await;
+        verify(&meta, &bytes, &actual)?;
         return Ok(Some((meta, Some(bytes))));
     }
     Err(DomainError::Unavailable(Refusal::new(
@@ -191,14 +204,13 @@ async fn locate(
 }
 
 /// Refuses bytes that are not the ones the metadata records.
-fn verify(meta: &SnapshotMeta, bytes: &[u8]) -> Result<(), DomainError> {
-    let actual = digest::sha256_hex(bytes);
+fn verify(meta: &SnapshotMeta, bytes: &[u8], actual: &str) -> Result<(), DomainError> {
     if actual == meta.sha256 && u64::try_from(bytes.len()).ok() == Some(meta.size) {
         return Ok(());
     }
     Err(DomainError::Storage(format!(
-        "snapshot version {} is corrupt: its bytes hash to {actual} ({} bytes), the metadata \
-         records {} ({} bytes); refusing to serve them",
+        "{CORRUPT}: snapshot version {} is corrupt: its bytes hash to {actual} ({} bytes), the \
+         metadata records {} ({} bytes); refusing to serve them",
         meta.version,
         bytes.len(),
         meta.sha256,

@@ -1,0 +1,106 @@
+//! Peak memory of the host during the largest snapshot PUT: a fresh
+//! `stasis serve`, its resident set read from `/proc/PID/status` before one
+//! 25 MiB PUT (`VmRSS`) and its peak after (`VmHWM`).
+
+use crate::{
+    client::{Call, Conn},
+    server::{HostConfig, StasisHost},
+    workloads::snapshot::{check_receipt, random_bytes},
+};
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use hyper::Method;
+
+/// The largest snapshot the contract stores: 26,214,400 B (25 MiB).
+pub const LARGEST: usize = 26_214_400;
+
+/// What `/proc` said around the PUT.
+#[derive(Debug, Clone, Copy)]
+pub struct PeakRss {
+    /// Bytes PUT.
+    pub body: usize,
+    /// `VmRSS` just before the PUT, in KiB.
+    pub before_kib: u64,
+    /// `VmHWM` after it, in KiB: the peak resident set of the PUT.
+    pub peak_kib: u64,
+    /// Whether the peak could be reset just before the PUT (writing `5` to
+    /// `/proc/PID/clear_refs`); if not, `peak_kib` may be an earlier peak
+    /// (the start, the warm-up).
+    pub peak_reset: bool,
+}
+
+impl PeakRss {
+    /// How many times the body the PUT added to the resident set at its
+    /// peak: `(VmHWM − VmRSS before) / body`.
+    pub fn copies(&self) -> f64 {
+        let grown = self.peak_kib.saturating_sub(self.before_kib) as f64 * 1024.0;
+        grown / self.body.max(1) as f64
+    }
+}
+
+/// Starts a host on `config`, stores a 1 KiB snapshot for `agent_path` (the
+/// warm-up: the agent's object and the snapshot code are then loaded, as
+/// they are on any server that has served a snapshot), resets the peak,
+/// reads `VmRSS`, PUTs `body` bytes for the same agent and reads `VmHWM`.
+pub async fn peak_rss(config: &HostConfig, agent_path: &str, body: usize) -> Result<PeakRss> {
+    let host = StasisHost::start(config).await?;
+    let pid = host.pid().context("the host has no pid")?;
+    let path = format!("{agent_path}/db-snapshot");
+    let mut conn = Conn::open(host.endpoint()).await?;
+    let warm = Bytes::from(random_bytes(1024, 3));
+    conn.expect_ok(&Call::octets(Method::PUT, path.as_str(), warm))
+        .await?;
+    let big = Bytes::from(random_bytes(body, 4));
+    let peak_reset = std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok();
+    let before_kib = status_kib(pid, "VmRSS")?;
+    let receipt = conn
+        .expect_ok(&Call::octets(Method::PUT, path.as_str(), big))
+        .await?;
+    let peak_kib = status_kib(pid, "VmHWM")?;
+    check_receipt(&receipt, body)?;
+    host.stop()?;
+    Ok(PeakRss {
+        body,
+        before_kib,
+        peak_kib,
+        peak_reset,
+    })
+}
+
+/// A `kB` field of `/proc/PID/status`.
+fn status_kib(pid: u32, field: &str) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("reading /proc/{pid}/status"))?;
+    parse_kib(&status, field).with_context(|| format!("no {field} in /proc/{pid}/status"))
+}
+
+fn parse_kib(status: &str, field: &str) -> Option<u64> {
+    status.lines().find_map(|line| {
+        let value = line.strip_prefix(field)?.strip_prefix(':')?;
+        value.trim().strip_suffix("kB")?.trim().parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_fields_parse_in_kib() {
+        let status = "Name:\tstasis\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n";
+        assert_eq!(parse_kib(status, "VmRSS"), Some(102_400));
+        assert_eq!(parse_kib(status, "VmHWM"), Some(204_800));
+        assert_eq!(parse_kib(status, "VmSwap"), None);
+    }
+
+    #[test]
+    fn copies_count_the_growth_in_bodies() {
+        let peak = PeakRss {
+            body: 1024 * 1024,
+            before_kib: 1000,
+            peak_kib: 1000 + 3 * 1024,
+            peak_reset: true,
+        };
+        assert!((peak.copies() - 3.0).abs() < 1e-9);
+    }
+}
