@@ -112,9 +112,7 @@ async fn respond(
     let admitted = match api.admit(&head) {
         Ok(admitted) => admitted,
         Err(err) => {
-            if err.status == http::StatusCode::PAYLOAD_TOO_LARGE {
-                discard_modest_body(&head.headers, &err, body).await;
-            }
+            discard_refused_body(&head.headers, &err, body).await;
             return Ok(full(err.into_response()));
         }
     };
@@ -175,31 +173,42 @@ async fn read_body(
     Ok(Bytes::from(buffer))
 }
 
-/// How far past the limit a refused body may be and still be read (and
-/// thrown away) before answering: a client that sends its whole body before
-/// reading the answer then sees the 413 instead of a broken pipe. Larger
-/// bodies are refused at once.
+/// How much of a refused request's body is read (and thrown away) before
+/// answering, past the limit for a 413: a client that sends its whole body
+/// before reading the answer then sees the refusal, not a broken pipe, and
+/// the connection stays usable. Larger bodies are refused at once.
 const DISCARD_SLACK: u64 = 1024 * 1024;
 /// How long reading a refused body may take.
 const DISCARD_TIME: Duration = Duration::from_secs(2);
 
-async fn discard_modest_body(headers: &http::HeaderMap, refusal: &ApiError, mut body: Incoming) {
-    let declared = headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+async fn discard_refused_body(headers: &http::HeaderMap, refusal: &ApiError, mut body: Incoming) {
     let limit = refusal
         .extra
         .get("limit")
         .and_then(serde_json::Value::as_u64);
-    let (Some(declared), Some(limit)) = (declared, limit) else {
-        return;
+    let allowance = match limit {
+        Some(limit) if refusal.status == http::StatusCode::PAYLOAD_TOO_LARGE => {
+            limit.saturating_add(DISCARD_SLACK)
+        }
+        _ => DISCARD_SLACK,
     };
-    if declared > limit.saturating_add(DISCARD_SLACK) {
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|declared| declared > allowance) {
         return;
     }
     let _ = tokio::time::timeout(DISCARD_TIME, async {
-        while let Some(Ok(_)) = body.frame().await {}
+        let mut seen: u64 = 0;
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Some(data) = frame.data_ref() {
+                seen = seen.saturating_add(u64::try_from(data.len()).unwrap_or(u64::MAX));
+                if seen > allowance {
+                    break;
+                }
+            }
+        }
     })
     .await;
 }
