@@ -33,13 +33,7 @@ struct AgentCore {
 
 impl DurableObject for AgentObject {
     fn new(state: State, env: Env) -> Self {
-        let raw = state._inner();
-        let storage = raw
-            .storage()
-            .map(JsValue::from)
-            .unwrap_or(JsValue::UNDEFINED);
-        let state = State::from(raw);
-        let sql = DoSql(state.storage().sql());
+        let (sql, storage) = crate::do_sql::open(state);
         // The schema is created before any event is delivered.
         if let Err(err) = agent::migrate(&sql) {
             worker::console_error!("creating the agent schema failed: {err}");

@@ -55,3 +55,15 @@ fn classify(err: worker::Error) -> StorageError {
         StorageError::Io(message)
     }
 }
+
+/// A Durable Object's SQL and its raw `ctx.storage` (for
+/// `transactionSync`), taken apart once when the object starts.
+pub fn open(state: worker::State) -> (DoSql, wasm_bindgen::JsValue) {
+    let raw = state._inner();
+    let storage = raw
+        .storage()
+        .map(wasm_bindgen::JsValue::from)
+        .unwrap_or(wasm_bindgen::JsValue::UNDEFINED);
+    let state = worker::State::from(raw);
+    (DoSql(state.storage().sql()), storage)
+}

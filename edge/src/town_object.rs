@@ -16,13 +16,7 @@ pub struct TownObject {
 
 impl DurableObject for TownObject {
     fn new(state: State, _env: Env) -> Self {
-        let raw = state._inner();
-        let storage = raw
-            .storage()
-            .map(JsValue::from)
-            .unwrap_or(JsValue::UNDEFINED);
-        let state = State::from(raw);
-        let sql = DoSql(state.storage().sql());
+        let (sql, storage) = crate::do_sql::open(state);
         // The schema is created before any call is delivered.
         if let Err(err) = town::migrate(&sql) {
             worker::console_error!("creating the town schema failed: {err}");
