@@ -1,0 +1,118 @@
+//! The hosts the bench spawns itself: the `--durability fsync` host the main
+//! workloads run on, the fresh host of the peak-memory figure, the restarts,
+//! then the `--durability os` host.
+
+use super::{
+    Options, SMALL, Server, Target,
+    ctx::{Ctx, step},
+    event_log::main_workloads,
+};
+use crate::{
+    cpu::Procs,
+    native,
+    report::size,
+    results::{Missing, Results, Side},
+    server::{HostConfig, HostDurability, StasisHost, random_hex},
+    workloads::{latency, memory, startup},
+};
+use anyhow::Result;
+use stasis_sqlite::Durability;
+use std::{path::Path, sync::Arc};
+
+/// The run against hosts the bench starts itself: the main workloads on a
+/// `--durability fsync` host, then restarts, then a `--durability os` host.
+pub(super) fn spawned(
+    ctx: &Ctx,
+    options: &Options,
+    tmp: &Path,
+    edge: &Server,
+    peer: &Target,
+    results: &mut Results,
+) -> Result<()> {
+    let secret = random_hex(32)?;
+    let config = |name: &str, durability| -> Result<HostConfig> {
+        let data_dir = tmp.join(name);
+        std::fs::create_dir_all(&data_dir)?;
+        Ok(HostConfig {
+            bin: options.stasis_bin.clone(),
+            data_dir,
+            durability,
+            secret: secret.clone(),
+            log: tmp.join(format!("{name}.log")),
+        })
+    };
+
+    let fsync = config("stasis-fsync", HostDurability::Fsync)?;
+    let host = start_host(ctx, &fsync);
+    let stasis = Server {
+        side: Side::Host,
+        target: host
+            .as_ref()
+            .map(|h| Arc::clone(h.endpoint()))
+            .map_err(Clone::clone),
+        procs: host.as_ref().ok().and_then(StasisHost::pid).map(Procs::Pid),
+    };
+    main_workloads(ctx, &stasis, edge, peer, results);
+    stop_host(host);
+
+    // A fresh host, so that its peak memory is the PUT's.
+    let rss = config("stasis-rss", HostDurability::Fsync)?;
+    results.peak_rss = step(
+        &format!(
+            "stasis: peak RSS during one {} PUT (fresh host)",
+            size(memory::LARGEST as u64)
+        ),
+        || {
+            ctx.rt.block_on(memory::peak_rss(
+                &rss,
+                &ctx.agent_path("rss"),
+                memory::LARGEST,
+            ))
+        },
+    );
+
+    // Restarts reuse the data folder the main workloads filled.
+    let probe = ctx.agent("latency");
+    results.starts = stasis.target.and_then(|_| {
+        step("stasis: host starts (warm cache)", || {
+            ctx.rt
+                .block_on(startup::starts(&fsync, &probe, ctx.budget.starts))
+        })
+    });
+
+    let os = config("stasis-os", HostDurability::Os)?;
+    results.native_commit_os = ctx.native("native: one-row commits, synchronous=NORMAL", |dir| {
+        native::single_row_commits(dir, SMALL, Durability::Os, ctx.budget.native_latency)
+    });
+    let host = start_host(ctx, &os);
+    let stasis: Target = host
+        .as_ref()
+        .map(|h| Arc::clone(h.endpoint()))
+        .map_err(Clone::clone);
+    results.latency_os = ctx.on(
+        &stasis,
+        "stasis: single appends, --durability os",
+        async |ep| latency::appends(ep, &ctx.agent("latency-os"), SMALL, ctx.budget.latency).await,
+    );
+    stop_host(host);
+    Ok(())
+}
+
+fn start_host(ctx: &Ctx, config: &HostConfig) -> Result<StasisHost, Missing> {
+    eprintln!(
+        "starting {} serve --durability {}",
+        config.bin.display(),
+        config.durability.flag()
+    );
+    ctx.rt
+        .block_on(StasisHost::start(config))
+        .map_err(|error| Missing::Failed(format!("the host did not start: {error:#}")))
+}
+
+fn stop_host(host: Result<StasisHost, Missing>) {
+    if let Ok(host) = host
+        && let Err(error) = host.stop()
+    {
+        eprintln!("stopping the host: {error:#}");
+    }
+}

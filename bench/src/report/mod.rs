@@ -1,0 +1,14 @@
+//! The results table (markdown) and the BENCHMARKS.md section holding it.
+
+mod figure;
+mod format;
+mod notes;
+mod record;
+mod section;
+mod table;
+
+pub use figure::Figure;
+pub use format::{millis, size};
+pub use record::{EVENT_LOG, Marks, SNAPSHOTS, record};
+pub use section::{RunInfo, section, snapshots_section};
+pub use table::{Goal, Row, table};

@@ -1,0 +1,65 @@
+//! How the numbers were taken: the notes printed under each table.
+
+/// How the numbers were taken, printed under the table.
+pub(super) const NOTES: &str = "\
+- The ratio column is stasis ÷ baseline: for rates above 1 means stasis is faster, for latencies
+  below 1 means stasis is faster. Every baseline and peer figure comes from the same run, on the
+  same machine, in the same temp filesystem.
+- Client and servers share the machine's cores. The client is one Tokio thread with one
+  keep-alive HTTP/1.1 connection per concurrent worker. Events carry `{\"type\":\"bench\",\"data\":…}`
+  with `data` a JSON object of the stated size.
+- Native baselines use the event log's own schema and PRAGMAs (`stasis_sqlite::SqliteStore`, WAL,
+  `synchronous=FULL` for fsync, `NORMAL` for os), rusqlite in-process, one transaction per batch;
+  16 files are written by 16 threads.
+- The peer is `@durable-streams/server` 0.3.7 (file-backed, it fsyncs each append), one stream per
+  connection where stasis uses one agent per connection; its catch-up read is `GET ?offset=-1`,
+  its live delivery `?offset=now&live=sse`.
+- Every append workload starts on fresh logs. stasis keeps the newest 10,000 events per agent by
+  default; a row marked \"retention active\" pushed its agents past that, so most of its appends
+  also deleted the oldest events (the peer keeps everything).
+- A catch-up read follows `has_more` pages to the end of the log, as a client would: a page ends at
+  10,000 events or once its events' data passes the server's page byte limit (8 MiB in
+  docs/http-api.md), so 10,000 events of 1000 B are two requests.
+- Host start: spawn of `stasis serve` to the first 200 of a read of an existing agent's events,
+  after a first start that warmed the compiled-component cache.
+";
+
+/// How the snapshot, push, rebuild, recovery and memory figures were taken.
+pub(super) const SNAPSHOT_NOTES: &str = "\
+- Same run, same machine, same temp filesystem as the event-log section; the ratio column is
+  stasis ÷ baseline on medians (below 1: stasis is faster). Each workload's first round is a
+  warm-up and is not counted; every loop is bounded by a count of rounds and a time limit.
+- Snapshot round trip: `PUT /db-snapshot` of pseudo-random bytes (each round's body differs in its
+  first 8 bytes, so every PUT stores a new version), then `GET /db-snapshot`, timed to the 201 and
+  to the last byte of the body, on one keep-alive connection; the bytes read are compared with
+  those sent outside the clock. Snapshots over the inline limit (1 MiB) go to the KV folder on the
+  host, Workers KV on the edge. The server hashes every PUT and checks every GET against the
+  stored sha256 (the contract requires both): the second baseline adds those two hashes (`sha2`
+  crate, in-process) to the file written, `fsync`ed and read back, so the gap between the two
+  baselines is the hashing floor on this CPU.
+- Peak memory: a fresh `stasis serve` stores a 1 KiB snapshot (warm-up: the agent's object and the
+  snapshot code loaded), the peak is reset (`5` into `/proc/PID/clear_refs`), `VmRSS` is read, one
+  26,214,400 B PUT is sent and `VmHWM` read from `/proc/PID/status`. The growth is
+  `VmHWM − VmRSS before`, also as a multiple of the body.
+- `snapshot push`: `stasis_client::snapshot::push` as a container runs it (SQLite's online backup
+  of the open WAL database into a temp folder, its sha256, the upload streamed from the file with
+  `X-Stasis-Sha256`, the receipt checked), no writer running meanwhile; each push is followed by
+  its local part alone (backup and hash, no request), timed apart. The baseline, right after the
+  pushes, is as many PUTs of as many pseudo-random bytes by the bench's own HTTP client.
+- Conversation rebuild: 10,000 events shaped as an agent SDK streams them (a user message is one
+  `message.completed` with its text; an assistant message a `message.created`, 10 to 70
+  `message_part.updated` with a `delta` of a few words, and a `message.completed`), appended to one
+  agent. Then `GET /conversation?max_turns=1000&max_tokens=1000000`, its first answer checked to
+  equal `stasis_domain::conversation::rebuild` of the events read (that in-process rebuild is timed
+  too), and right after as many `GET /events?after=0&limit=10000` of the same events (one page).
+- Recovery: the spec's scenario. Container A registers a Mayor and two polecats, heartbeats,
+  publishes its registry, streams 300 events of the Mayor's conversation, saves a checkpoint and
+  pushes a kilo.db per agent (pseudo-random, the stated size). Each round, the last container is
+  evicted and the user messages the Mayor in the gap (deferred); then a new container runs
+  `stasis-client`'s boot steps, timed: the heartbeat (which clears the drain and carries the
+  Mayor's dispatch, rebuilt with the gap message) and each agent's snapshot pulled in turn into an
+  empty folder (streamed, sha256-verified, fsynced, renamed into place). Checked outside the clock:
+  every digest, every file's size, the dispatch's checkpoint and the gap message in its prompt.
+  The 5–7 minutes and the 6–10 s target are the issue's figures for the system stasis replaces,
+  not measured here.
+";
