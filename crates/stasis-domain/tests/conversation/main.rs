@@ -1,0 +1,12 @@
+//! The conversation rebuild, rule by rule: which events count, how a message
+//! is assembled, the budget, and the dispatch prompt.
+
+#![allow(clippy::expect_used, reason = "tests fail loudly")]
+
+mod support;
+
+mod budget;
+mod dispatch_prompt;
+mod message_lifecycle;
+mod parts;
+mod which_events;

@@ -1,0 +1,17 @@
+//! Properties of the conversation rebuild over generated event streams.
+//!
+//! The streams look like real ones: several messages, some with several
+//! parts, texts streamed as deltas cut at random points (or sent whole, or
+//! both), every way of naming ids, interleaved at random. Whatever the
+//! interleaving, duplicated full texts, junk or repeated pages, the rebuild
+//! must give back exactly the texts that were streamed.
+
+#![allow(clippy::expect_used, reason = "tests fail loudly")]
+
+mod spec;
+mod stream;
+
+mod arbitrary_events;
+mod escaping;
+mod rebuild;
+mod token_budget;
