@@ -1,5 +1,5 @@
 //! `boot` and `drain` against a mock of the town endpoints, following docs/http-api.md. The
-//! run against the real server is host/tests/client_end_to_end.rs.
+//! run against the real server is host/tests/client_end_to_end/.
 
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 
