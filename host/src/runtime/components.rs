@@ -49,6 +49,7 @@ impl Components {
         let mut linker = Linker::<GuestState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         GuestImports::add_to_linker::<_, HasSelf<GuestState>>(&mut linker, |state| state)?;
+        super::kv_set::link_in_place_set(&mut linker)?;
         let component = load_cached(&engine, cache_dir, "event-log", EVENT_LOG_WASM)?;
         let event_log = EventLogComponentPre::new(linker.instantiate_pre(&component)?)?;
         let component = load_cached(&engine, cache_dir, "snapshot", SNAPSHOT_WASM)?;

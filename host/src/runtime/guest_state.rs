@@ -93,6 +93,17 @@ impl kv_store::Host for GuestState {
 }
 
 impl GuestState {
+    /// Stores `value` under `key` in the bucket behind `handle`.
+    pub fn kv_set(
+        &self,
+        handle: &Resource<BucketHandle>,
+        key: &str,
+        value: &[u8],
+    ) -> Result<(), kv_store::Error> {
+        let bucket = self.bucket(handle)?;
+        self.kv.set(&bucket, key, value).map_err(kv_error)
+    }
+
     fn bucket(&self, handle: &Resource<BucketHandle>) -> Result<BucketHandle, kv_store::Error> {
         self.table
             .get(handle)
@@ -111,14 +122,15 @@ impl kv_store::HostBucket for GuestState {
         self.kv.get(&bucket, &key).map_err(kv_error)
     }
 
+    /// Unused while [`super::kv_set`] shadows it in the linker; kept so the
+    /// generated trait is whole.
     fn set(
         &mut self,
         bucket: Resource<BucketHandle>,
         key: String,
         value: Vec<u8>,
     ) -> Result<(), kv_store::Error> {
-        let bucket = self.bucket(&bucket)?;
-        self.kv.set(&bucket, &key, &value).map_err(kv_error)
+        self.kv_set(&bucket, &key, &value)
     }
 
     /// Deferred until the group's transaction commits: a delete is the last

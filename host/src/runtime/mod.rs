@@ -5,6 +5,7 @@ pub mod calls;
 pub mod components;
 pub mod guest_state;
 pub mod kv_folder;
+pub mod kv_set;
 pub mod object;
 pub mod objects;
 pub mod session_calls;
