@@ -22,11 +22,12 @@ mod query;
 mod shape;
 mod town_endpoints;
 
+pub use crate::assert_not_allowed;
 pub use crate::snapshot::sha256_hex;
 pub use agent::{Agent, AgentState};
 pub use dispatch::{CLOSE, OPEN, assert_dispatch_shape, assert_prompt};
 pub use kilo::{Kilo, kilo_db};
 pub use messages::{delta, event, streamed, streamed_start, turn, turns, user_message};
 pub use query::escape;
-pub use shape::{assert_keys, assert_not_allowed, assert_retry_after, keys};
+pub use shape::{assert_keys, assert_retry_after, keys};
 pub use town_endpoints::{Town, TownState};

@@ -6,29 +6,7 @@
     reason = "a conformance case fails loudly, naming what broke"
 )]
 
-use stasis_conformance::{AgentLog, Reply, assert_error, call, json};
-
-/// Asserts a 405 whose `Allow` header and `allowed` field name every method in `methods`.
-fn assert_not_allowed(reply: &Reply, methods: &[&str]) {
-    let error = assert_error(reply, 405, "method_not_allowed");
-    let allow = reply
-        .header("allow")
-        .unwrap_or_else(|| panic!("a 405 carries an Allow header: {:?}", reply.headers))
-        .to_ascii_uppercase();
-    let allowed = error
-        .get("allowed")
-        .unwrap_or_else(|| panic!("a 405 error carries `allowed`: {error:?}"))
-        .to_string()
-        .to_ascii_uppercase();
-    for method in methods {
-        let listed = |text: &str| {
-            text.split(|c: char| !c.is_ascii_alphabetic())
-                .any(|word| word == *method)
-        };
-        assert!(listed(&allow), "Allow {allow:?} should list {method}");
-        assert!(listed(&allowed), "allowed {allowed} should list {method}");
-    }
-}
+use stasis_conformance::{AgentLog, assert_error, assert_not_allowed, call, json};
 
 #[test]
 fn an_unknown_path_is_not_found() {

@@ -22,29 +22,6 @@ pub fn assert_keys(value: &Value, expected: &[&str]) {
     assert_eq!(keys(value), expected, "the fields of {value}");
 }
 
-/// Asserts `reply` is a 405 whose `Allow` header and `allowed` field list
-/// every method in `methods`.
-pub fn assert_not_allowed(reply: &Reply, methods: &[&str]) {
-    let error = assert_error(reply, 405, "method_not_allowed");
-    let allow = reply
-        .header("allow")
-        .unwrap_or_else(|| panic!("a 405 carries an Allow header: {:?}", reply.headers))
-        .to_ascii_uppercase();
-    let allowed = error
-        .get("allowed")
-        .unwrap_or_else(|| panic!("a 405 error carries `allowed`: {error:?}"))
-        .to_string()
-        .to_ascii_uppercase();
-    for method in methods {
-        let listed = |text: &str| {
-            text.split(|c: char| !c.is_ascii_alphabetic())
-                .any(|word| word == *method)
-        };
-        assert!(listed(&allow), "Allow {allow:?} should list {method}");
-        assert!(listed(&allowed), "allowed {allowed} should list {method}");
-    }
-}
-
 /// Asserts a 503 carries a `Retry-After` header of whole seconds equal to
 /// the error's `retry_after`.
 pub fn assert_retry_after(reply: &Reply, code: &str) {
