@@ -3,6 +3,7 @@
 pub mod bindings;
 pub mod calls;
 pub mod components;
+pub mod event_log_calls;
 pub mod guest_state;
 pub mod kv_folder;
 pub mod kv_set;

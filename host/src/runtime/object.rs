@@ -10,21 +10,19 @@
 
 use super::{
     bindings::{
-        WitError,
-        event_log::{EventLogComponent, exports::stasis::objects::event_log as wit},
-        session::SessionComponent,
-        snapshot::SnapshotComponent,
+        event_log::EventLogComponent, session::SessionComponent, snapshot::SnapshotComponent,
     },
     calls::{ObjectAnswer, ObjectCall},
     components::Components,
+    event_log_calls,
     guest_state::GuestState,
     kv_folder::KvFolder,
     session_calls, snapshot_calls,
 };
 use rusqlite::Connection;
 use stasis_domain::{
-    DomainError, Refusal,
-    agent::{AgentCall, AgentReply, ObjectEnv},
+    DomainError,
+    agent::{AgentReply, ObjectEnv},
     event_log as log,
 };
 use stasis_sqlite::{Durability, SqliteStore};
@@ -254,11 +252,11 @@ impl Object {
         let savepoint = Savepoint::open(store.data().connection())?;
         let deletes_mark = store.data().deferred_mark();
         let result = match &mut job.call {
-            ObjectCall::Agent(call) if is_event_log_call(call) => {
+            ObjectCall::Agent(call) if event_log_calls::answers(call) => {
                 let guest = instance(&mut instances.event_log, "event-log", || {
                     components.event_log.instantiate(&mut *store)
                 })?;
-                call_event_log(guest, store, call, &job.env).map(ObjectAnswer::Agent)
+                event_log_calls::call(guest, store, call, &job.env).map(ObjectAnswer::Agent)
             }
             ObjectCall::Agent(call) => {
                 let guest = instance(&mut instances.session, "session", || {
@@ -293,14 +291,6 @@ impl Object {
     }
 }
 
-/// The calls the typed event-log component answers.
-fn is_event_log_call(call: &AgentCall) -> bool {
-    matches!(
-        call,
-        AgentCall::AppendEvents(_) | AgentCall::ReadEvents(_) | AgentCall::ListSessions
-    )
-}
-
 /// The group's instance of a component, instantiated on first use.
 fn instance<'a, T>(
     slot: &'a mut Option<T>,
@@ -314,121 +304,6 @@ fn instance<'a, T>(
     }
     slot.as_ref()
         .ok_or_else(|| DomainError::Storage(format!("the {name} instance vanished")))
-}
-
-/// Sends one call to the event-log component.
-fn call_event_log(
-    guest: &EventLogComponent,
-    store: &mut Store<GuestState>,
-    call: &AgentCall,
-    env: &ObjectEnv,
-) -> Result<AgentReply, DomainError> {
-    let log = guest.stasis_objects_event_log();
-    let trap = |err: wasmtime::Error| {
-        DomainError::Storage(format!("the event-log component trapped: {err:#}"))
-    };
-    match call {
-        AgentCall::AppendEvents(batch) => {
-            let events: Vec<wit::NewEvent> = batch
-                .events
-                .iter()
-                .map(|e| wit::NewEvent {
-                    event_type: e.event_type.clone(),
-                    session_id: e.session_id.clone(),
-                    data: e.data.clone(),
-                })
-                .collect();
-            let producer = batch.producer.as_ref().map(|p| wit::ProducerStamp {
-                producer_id: p.producer_id.clone(),
-                producer_seq: p.producer_seq,
-            });
-            let settings = wit::AppendSettings {
-                now: env.now_ms,
-                max_events: env.max_events,
-            };
-            let outcome = log
-                .call_append(store, &events, producer.as_ref(), settings)
-                .map_err(trap)?
-                .map_err(from_wit_error)?;
-            Ok(AgentReply::Appended(log::AppendOutcome {
-                first_seq: outcome.first_seq,
-                last_seq: outcome.last_seq,
-                duplicate: outcome.duplicate,
-            }))
-        }
-        AgentCall::ReadEvents(query) => {
-            let query = wit::ReadQuery {
-                after: query.after,
-                limit: query.limit,
-                session_id: query.session_id.clone(),
-                event_type: query.event_type.clone(),
-            };
-            let page = log
-                .call_read(store, &query)
-                .map_err(trap)?
-                .map_err(from_wit_error)?;
-            Ok(AgentReply::Events(log::ReadPage {
-                events: page
-                    .events
-                    .into_iter()
-                    .map(|e| log::Event {
-                        seq: e.seq,
-                        event_type: e.event_type,
-                        session_id: e.session_id,
-                        data: e.data,
-                        created_at_ms: e.created_at,
-                    })
-                    .collect(),
-                next_after: page.next_after,
-                has_more: page.has_more,
-                first_seq: page.first_seq,
-                last_seq: page.last_seq,
-            }))
-        }
-        AgentCall::ListSessions => {
-            let list = log
-                .call_sessions(store)
-                .map_err(trap)?
-                .map_err(from_wit_error)?;
-            Ok(AgentReply::Sessions(
-                list.into_iter()
-                    .map(|s| log::SessionSummary {
-                        session_id: s.session_id,
-                        status: s.status,
-                        first_seq: s.first_seq,
-                        last_seq: s.last_seq,
-                        event_count: s.event_count,
-                        created_at_ms: s.created_at,
-                        updated_at_ms: s.updated_at,
-                    })
-                    .collect(),
-            ))
-        }
-        other => Err(DomainError::Storage(format!(
-            "the event-log component does not answer {other:?}"
-        ))),
-    }
-}
-
-/// The WIT error variant as the domain's error.
-pub fn from_wit_error(err: WitError) -> DomainError {
-    use super::bindings::imports::stasis::objects::types::Refusal as WitRefusal;
-    use WitError as E;
-    let refusal = |r: WitRefusal| Refusal::new(r.code, r.message);
-    match err {
-        E::InvalidInput(r) => DomainError::InvalidInput(refusal(r)),
-        E::NotFound(r) => DomainError::NotFound(refusal(r)),
-        E::Conflict(r) => DomainError::Conflict(refusal(r)),
-        E::PreconditionFailed(r) => DomainError::PreconditionFailed(refusal(r)),
-        E::TooLarge(l) => DomainError::TooLarge {
-            code: l.code,
-            message: l.message,
-            limit: l.limit,
-        },
-        E::CursorExpired(first_seq) => DomainError::CursorExpired { first_seq },
-        E::Unavailable(r) => DomainError::Unavailable(refusal(r)),
-        E::Storage(m) => DomainError::Storage(m),
-    }
 }
 
 /// Starts the group's write transaction.

@@ -1,7 +1,9 @@
 //! Agent-state and town calls through the session component, as the
 //! domain's call data in JSON.
 
-use super::{bindings::session::SessionComponent, guest_state::GuestState, object::from_wit_error};
+use super::{
+    bindings::from_wit_error, bindings::session::SessionComponent, guest_state::GuestState,
+};
 use serde::{Serialize, de::DeserializeOwned};
 use stasis_domain::{
     DomainError,

@@ -1,10 +1,10 @@
 //! Snapshot operations through the snapshot component's WIT exports.
 
 use super::{
+    bindings::from_wit_error,
     bindings::snapshot::{SnapshotComponent, exports::stasis::objects::snapshot as wit},
     calls::{SnapshotAnswer, SnapshotOp},
     guest_state::GuestState,
-    object::from_wit_error,
 };
 use bytes::Bytes;
 use stasis_domain::{
