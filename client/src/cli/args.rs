@@ -1,0 +1,196 @@
+//! The command line's arguments and its `--help` text.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub const AFTER_HELP: &str = "\
+Configuration:
+  STASIS_URL     base URL of the stasis server, e.g. http://127.0.0.1:8787 (or --url)
+  STASIS_TOKEN   bearer token: an admin token or the town's token (or --token)
+
+Machine-readable results go to stdout (JSON); progress, per-agent reports and retries go to
+stderr. Progress bars are drawn only when stderr is a terminal.
+
+Failed exchanges (connection refused, timeouts, 5xx, 503 with Retry-After) are retried with
+exponential backoff and jitter: at most 10 attempts within 90 s per request (drain: also
+within its budget). Refusals (4xx) are reported with the server's error code and message.
+
+Exit codes:
+  0  done
+  1  local failure (a file, a SQLite database, bad configuration)
+  2  usage error
+  3  snapshot pull: the server has no snapshot for this agent (nothing was written)
+  4  the server refused the request (4xx: unauthorized, forbidden, 412, 413, ...);
+     drain: another container has taken the town over
+  5  the server was unreachable or kept failing after bounded retries
+  6  integrity: bytes did not match their sha256 (a download, a receipt, or the
+     server's stored copy: 500 snapshot_corrupt)
+  7  boot/drain: at least one agent was not hydrated / not flushed (in time)
+
+In a container:
+  ID=$(stasis-client boot --town T 2>&1 >dispatches.json | sed -n 's/^container_id: //p')
+  trap 'stasis-client drain --town T --container-id \"$ID\"' TERM";
+
+/// The container client of stasis: kilo.db snapshots, boot, drain, and event tails.
+#[derive(Debug, Parser)]
+#[command(name = "stasis-client", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Base URL of the stasis server.
+    #[arg(long, env = "STASIS_URL", global = true)]
+    pub url: Option<String>,
+
+    /// Bearer token (admin, or the town's).
+    #[arg(long, env = "STASIS_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// Print no progress or per-agent lines on stderr (errors still print).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Push or pull an agent's kilo.db snapshot.
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
+
+    /// Heartbeat, hydrate every registered agent's kilo.db, print the pending dispatches.
+    ///
+    /// Posts a heartbeat as this container (a fresh id unless --container-id; it goes to
+    /// stderr as `container_id: <id>`), pulls each registered agent's snapshot into
+    /// {root}/agent-home-{agent}/.local/share/kilo/kilo.db, reports each agent on stderr, and
+    /// prints the pending dispatches as a JSON array on stdout. Exit code 7 if any agent
+    /// failed to hydrate (the dispatches are printed regardless).
+    Boot(BootArgs),
+
+    /// On SIGTERM: post the container eviction, then flush every agent's kilo.db in time.
+    ///
+    /// Posts the eviction (the town starts draining), reads the container registry, and
+    /// pushes each registered agent's kilo.db (the Mayor first) before the budget runs out.
+    /// Refuses to evict or push (exit code 4) when another container has taken the town over
+    /// (its heartbeat came after this one's).
+    /// Reports each agent on stderr and a JSON report on stdout; exit code 7 if the eviction
+    /// failed or any agent was not flushed (failed, or out of time).
+    Drain(DrainArgs),
+
+    /// Follow an agent's events live, one JSON line each on stdout.
+    ///
+    /// Reads the backlog after --after, then live events; reconnects with Last-Event-ID (and
+    /// backoff) when the stream drops or stays silent for 45 s. Stops on a refusal such as
+    /// 410 cursor_expired (exit code 4).
+    Tail(TailArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SnapshotCommand {
+    /// Copy a live SQLite database consistently and upload it.
+    ///
+    /// Takes the copy with SQLite's online backup API (the database may be open and written
+    /// meanwhile), hashes it, streams it up with X-Stasis-Sha256, checks the server's receipt,
+    /// and prints it as JSON on stdout.
+    Push(PushArgs),
+
+    /// Download the snapshot, verify it, and atomically replace --out.
+    ///
+    /// Streams into a temporary file beside --out, checks the sha256, fsyncs, and renames it
+    /// over --out (removing the old database's -wal/-shm/-journal). A failed pull leaves
+    /// --out as it was. Prints what was written as JSON on stdout; exit code 3 when the server
+    /// has no snapshot.
+    Pull(PullArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Town id.
+    #[arg(long)]
+    pub town: String,
+    /// Rig id.
+    #[arg(long)]
+    pub rig: String,
+    /// Agent id.
+    #[arg(long)]
+    pub agent: String,
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    /// The SQLite database to snapshot (it may be open and written meanwhile).
+    #[arg(long)]
+    pub db: PathBuf,
+    /// Event watermark to store with the snapshot (X-Stasis-Event-Seq).
+    #[arg(long)]
+    pub event_seq: Option<u64>,
+    /// Store only if the current snapshot has this ETag (else 412, exit code 4).
+    #[arg(long)]
+    pub if_match: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    /// Where to write the database (parent directories are created). Do not pull over a
+    /// database a running process has open.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct BootArgs {
+    /// Town id.
+    #[arg(long)]
+    pub town: String,
+    /// This container's id (default: a fresh random one, printed).
+    #[arg(long)]
+    pub container_id: Option<String>,
+    /// Directory holding the agent homes: {root}/agent-home-{agent}/.local/share/kilo/kilo.db.
+    #[arg(long, default_value = "/tmp")]
+    pub root: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    /// Town id.
+    #[arg(long)]
+    pub town: String,
+    /// This container's id (the one given to or printed by `boot`).
+    #[arg(long)]
+    pub container_id: String,
+    /// Time for the whole drain, e.g. 10m, 90s, 1h30m.
+    #[arg(long, default_value = "10m", value_parser = parse_budget)]
+    pub budget: Duration,
+    /// Directory holding the agent homes.
+    #[arg(long, default_value = "/tmp")]
+    pub root: PathBuf,
+    /// Reason recorded with the eviction.
+    #[arg(long, default_value = "sigterm")]
+    pub reason: String,
+    /// Snapshots pushed at once.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=16))]
+    pub parallel: u8,
+}
+
+#[derive(Debug, Args)]
+pub struct TailArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    /// Start after this seq (exclusive).
+    #[arg(long, default_value_t = 0)]
+    pub after: u64,
+    /// Only this session's events.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only events of this type.
+    #[arg(long = "type")]
+    pub event_type: Option<String>,
+}
+
+pub fn parse_budget(text: &str) -> Result<Duration, String> {
+    stasis_client::config::parse_duration(text).map_err(|e| e.to_string())
+}

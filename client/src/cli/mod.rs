@@ -1,0 +1,30 @@
+//! The command line's pieces: its arguments, its output, and one file per
+//! command; the helpers they share are here.
+
+pub mod args;
+pub mod boot;
+pub mod drain;
+pub mod output;
+pub mod snapshot;
+pub mod tail;
+
+use args::AgentArgs;
+use stasis_client::boot::AgentOutcome;
+use stasis_client::{AgentRef, Error};
+
+fn agent_ref(args: &AgentArgs) -> Result<AgentRef, Error> {
+    AgentRef::new(&args.town, &args.rig, &args.agent)
+}
+
+fn who<R>(outcome: &AgentOutcome<R>) -> String {
+    let agent = &outcome.agent;
+    if agent.role.is_empty() {
+        format!("{} (rig {})", agent.agent_id, agent.rig_id)
+    } else {
+        format!("{} ({}, rig {})", agent.agent_id, agent.role, agent.rig_id)
+    }
+}
+
+fn show_version(version: Option<u64>) -> String {
+    version.map_or_else(|| "?".to_owned(), |v| v.to_string())
+}
