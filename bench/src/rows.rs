@@ -2,7 +2,7 @@
 //! target it answers to.
 
 use crate::{
-    report::{Figure, Goal, Row, millis, size},
+    report::{Figure, Goal, Row, millis, size, thousands_sep},
     results::{Comparison, Measured, Results},
     stats::{Latency, Rate},
     workloads::{conversation, recovery, snapshot},
@@ -263,29 +263,4 @@ pub fn snapshot_rows(r: &Results) -> Vec<Row> {
         goals: vec![Goal::MaxMedian(Duration::from_secs(2))],
     });
     rows
-}
-
-/// `10,000`.
-fn thousands_sep(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_get_thousands_separators() {
-        assert_eq!(thousands_sep(10_000), "10,000");
-        assert_eq!(thousands_sep(300), "300");
-        assert_eq!(thousands_sep(1_234_567), "1,234,567");
-    }
 }

@@ -105,11 +105,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         secret: config::load_secret(args.secret.secret, args.secret.secret_file)?,
     };
     config.check()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .max_blocking_threads(stasis_host::runtime::MAX_GROUPS)
-        .build()
-        .context("starting the async runtime")?;
+    let runtime = stasis_host::runtime::async_runtime().context("starting the async runtime")?;
     let served = runtime.block_on(stasis_host::server::run(config));
     // Every acknowledged write is committed already; idle blocking threads
     // need not be waited for.

@@ -1,4 +1,4 @@
-//! How numbers, durations, sizes and error texts are written in the tables.
+//! How numbers, counts, durations, sizes and error texts are written in the tables.
 
 use std::time::Duration;
 
@@ -49,6 +49,19 @@ pub fn one_line(text: &str) -> String {
     }
 }
 
+/// `10,000`.
+pub fn thousands_sep(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +74,12 @@ mod tests {
         assert_eq!(size(20_480_000), "20.5 MB");
         assert_eq!(size(1024), "1024 B");
         assert_eq!(millis(Duration::from_millis(2500)), "2.50 s");
+    }
+
+    #[test]
+    fn counts_get_thousands_separators() {
+        assert_eq!(thousands_sep(10_000), "10,000");
+        assert_eq!(thousands_sep(300), "300");
+        assert_eq!(thousands_sep(1_234_567), "1,234,567");
     }
 }

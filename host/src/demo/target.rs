@@ -50,11 +50,8 @@ impl Target {
             secret: None,
         };
         config.check()?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .max_blocking_threads(stasis_host::runtime::MAX_GROUPS)
-            .build()
-            .context("starting the async runtime")?;
+        let runtime =
+            stasis_host::runtime::async_runtime().context("starting the async runtime")?;
         let (listener, api) = runtime.block_on(async {
             let listener = tokio::net::TcpListener::bind(config.listen).await?;
             let api = stasis_host::server::build_api(&config)?;

@@ -45,15 +45,10 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 fn any_event() -> impl Strategy<Value = Event> {
-    let event_type = prop::sample::select(vec![
-        "message.created",
-        "message.updated",
-        "message_part.updated",
-        "message.part.updated",
-        "message.completed",
-        "assistant.completed",
-        "other",
-    ]);
+    // Every type the rebuild reads, and one it ignores.
+    let mut types = MESSAGE_EVENT_TYPES.to_vec();
+    types.push("other");
+    let event_type = prop::sample::select(types);
     let data = prop_oneof![
         4 => json_value().prop_map(|value| value.to_string()),
         1 => ".{0,40}",
