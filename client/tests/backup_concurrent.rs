@@ -9,11 +9,14 @@
 
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+#[path = "support/child_writer.rs"]
+mod child_writer;
+
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, TransactionBehavior};
+use child_writer::Writer;
+use rusqlite::Connection;
 use stasis_client::backup::{BackupOptions, backup_database};
 
 const WRITER_ENV: &str = "STASIS_TEST_WRITER_DB";
@@ -31,14 +34,7 @@ fn writer_process() {
 }
 
 fn write_until_stopped(path: &Path) {
-    let stop = stop_file(path);
-    let mut conn = Connection::open(path).expect("writer opens the database");
-    conn.busy_timeout(Duration::from_secs(30))
-        .expect("busy timeout");
-    while !stop.exists() {
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .expect("begin");
+    child_writer::write_until_stopped(path, |tx| {
         let next: i64 = tx
             .query_row("SELECT coalesce(max(id), 0) + 1 FROM rows", [], |r| {
                 r.get(0)
@@ -53,14 +49,7 @@ fn write_until_stopped(path: &Path) {
         }
         tx.execute("UPDATE meta SET total = total + ?1", [BATCH])
             .expect("count");
-        tx.commit().expect("commit");
-    }
-}
-
-fn stop_file(db: &Path) -> PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push(".stop");
-    PathBuf::from(name)
+    });
 }
 
 fn create_seeded(path: &Path, journal_mode: &str) {
@@ -84,54 +73,6 @@ fn create_seeded(path: &Path, journal_mode: &str) {
     tx.execute("INSERT INTO meta (total) VALUES (?1)", [SEED_ROWS])
         .expect("meta");
     tx.commit().expect("commit");
-}
-
-struct Writer {
-    child: Child,
-    db: PathBuf,
-}
-
-impl Writer {
-    fn start(db: &Path) -> Writer {
-        let exe = std::env::current_exe().expect("test binary");
-        let child = Command::new(exe)
-            .args([
-                "--exact",
-                "writer_process",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(WRITER_ENV, db)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn the writer");
-        Writer {
-            child,
-            db: db.to_owned(),
-        }
-    }
-
-    /// Stops the writer between transactions; answers whether it exited cleanly.
-    fn stop(mut self) -> bool {
-        std::fs::write(stop_file(&self.db), b"").expect("stop file");
-        let until = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < until {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status.success();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        false
-    }
-}
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn max_id(conn: &Connection) -> i64 {
@@ -197,7 +138,7 @@ fn a_wal_database_written_by_another_process_copies_as_a_consistent_prefix() {
     let size = std::fs::metadata(&db).expect("size").len();
     assert!(size > 4_000_000, "the database is a few MB ({size} bytes)");
 
-    let writer = Writer::start(&db);
+    let writer = Writer::start(&db, WRITER_ENV);
     let reader = Connection::open(&db).expect("reader");
     wait_for_writes(&reader);
     let before = max_id(&reader);
@@ -239,7 +180,7 @@ fn a_rollback_journal_database_written_by_another_process_copies_consistently() 
     let db = dir.path().join("kilo.db");
     create_seeded(&db, "delete");
 
-    let writer = Writer::start(&db);
+    let writer = Writer::start(&db, WRITER_ENV);
     let reader = Connection::open(&db).expect("reader");
     reader
         .busy_timeout(Duration::from_secs(30))

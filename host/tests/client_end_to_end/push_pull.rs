@@ -9,8 +9,9 @@ use stasis_client::snapshot::{self, PullOptions, PullOutcome, PushOptions};
 use stasis_client::{AgentRef, exit};
 
 use crate::helpers::{
-    BATCH, SEED_ROWS, Writer, append_rows, assert_consistent_prefix, client, create_db, entries,
-    head_snapshot, impatient_client, max_id, rows_for, sha256_file, start_server,
+    BATCH, SEED_ROWS, append_rows, assert_consistent_prefix, client, create_db, entries,
+    head_snapshot, impatient_client, max_id, rows_for, sha256_file, start_server, start_writer,
+    wait_for_batches,
 };
 
 #[test]
@@ -24,9 +25,9 @@ fn a_live_database_pushed_while_another_process_writes_pulls_back_as_a_consisten
     create_db(&live, SEED_ROWS, "wal");
     assert!(std::fs::metadata(&live).expect("size").len() > 4_000_000);
 
-    let writer = Writer::start(&live);
+    let writer = start_writer(&live);
     let reader = Connection::open(&live).expect("reader");
-    writer.wait_for(&reader, SEED_ROWS, 20);
+    wait_for_batches(&reader, SEED_ROWS, 20);
     let before = max_id(&reader);
     let mayor = AgentRef::new("e2e-a", "hq", "mayor").expect("ids");
     // Small backup steps with pauses: the copy spans many of the writer's commits.
@@ -42,7 +43,7 @@ fn a_live_database_pushed_while_another_process_writes_pulls_back_as_a_consisten
         .expect("push while the writer writes");
     let after_push = max_id(&reader);
     // The writer was not stopped by the copy: it carries on past it.
-    writer.wait_for(&reader, after_push, 20);
+    wait_for_batches(&reader, after_push, 20);
 
     let out = work.path().join("restored/kilo.db");
     let pulled = match snapshot::pull(&client(&server), &mayor, &out, &PullOptions::default()) {

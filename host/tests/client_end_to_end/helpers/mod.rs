@@ -10,4 +10,4 @@ pub use db::{
     sha256_file,
 };
 pub use server::{admin_token, call, client, head_snapshot, impatient_client, start_server};
-pub use writer::{BATCH, WRITER_ENV, Writer, write_until_stopped};
+pub use writer::{BATCH, WRITER_ENV, start_writer, wait_for_batches, write_until_stopped};
