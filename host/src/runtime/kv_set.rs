@@ -34,3 +34,26 @@ pub fn link_in_place_set(linker: &mut Linker<GuestState>) -> anyhow::Result<()> 
     linker.allow_shadowing(false);
     Ok(defined?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KV_STORE;
+
+    /// A stale name would define the function in a new, unused instance and
+    /// silently bring the third copy back.
+    #[test]
+    fn the_instance_name_follows_the_wit_package() {
+        let worlds = include_str!("../../../wit/worlds.wit");
+        let storage = include_str!("../../../wit/storage.wit");
+        let package = worlds
+            .lines()
+            .find_map(|line| line.strip_prefix("package "))
+            .and_then(|line| line.strip_suffix(';'))
+            .and_then(|name| name.split_once('@'));
+        let Some((namespace, version)) = package else {
+            unreachable!("wit/worlds.wit names its package with a version")
+        };
+        assert_eq!(KV_STORE, format!("{namespace}/kv-store@{version}"));
+        assert!(storage.contains("interface kv-store {"));
+    }
+}
