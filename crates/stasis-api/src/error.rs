@@ -18,6 +18,19 @@ pub struct ApiError {
     pub extra: Map<String, Value>,
     /// Headers the error carries (`Allow`, `Retry-After`).
     pub headers: Vec<(header::HeaderName, String)>,
+    /// What went wrong inside, for the server's log only: it may name files
+    /// or carry a backtrace, so it is never sent to the client.
+    pub cause: Option<String>,
+}
+
+/// Attached to an error response's extensions, so that the runtime can log
+/// its code and cause without parsing the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorLog {
+    /// The error's code.
+    pub code: String,
+    /// The inside cause ([`ApiError::cause`]), else the public message.
+    pub detail: String,
 }
 
 impl ApiError {
@@ -29,6 +42,7 @@ impl ApiError {
             message: message.into(),
             extra: Map::new(),
             headers: Vec::new(),
+            cause: None,
         }
     }
 
@@ -74,18 +88,30 @@ impl ApiError {
         .with("limit", limit)
     }
 
-    /// 500 for a failure that is ours, not the caller's.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
+    /// 500 for a failure that is ours, not the caller's. The client gets a
+    /// generic message; `cause` goes to the server's log only.
+    pub fn internal(cause: impl Into<String>) -> Self {
+        let mut error = Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "the server failed to complete the request; its log holds the cause",
+        );
+        error.cause = Some(cause.into());
+        error
     }
 
-    /// Renders the JSON response.
+    /// Renders the JSON response, with an [`ErrorLog`] in its extensions.
     pub fn into_response(self) -> Response<Bytes> {
+        let log = ErrorLog {
+            code: self.code.clone(),
+            detail: self.cause.unwrap_or_else(|| self.message.clone()),
+        };
         let mut body = Map::new();
         body.insert("code".into(), Value::String(self.code));
         body.insert("message".into(), Value::String(self.message));
         body.extend(self.extra);
         let mut response = crate::reply::json(self.status, &json!({ "error": body }));
+        response.extensions_mut().insert(log);
         for (name, value) in self.headers {
             if let Ok(value) = HeaderValue::from_str(&value) {
                 response.headers_mut().append(name, value);

@@ -31,7 +31,7 @@ mod snapshot;
 pub mod sse;
 mod town_http;
 
-pub use error::ApiError;
+pub use error::{ApiError, ErrorLog};
 pub use objects::{Objects, Snapshots};
 
 use auth::Scope;
