@@ -33,20 +33,16 @@ pub fn check_content_type(headers: &HeaderMap, wanted: &str) -> Result<(), ApiEr
 }
 
 /// Parses a JSON object body into `T`: text that is not JSON → 400
-/// `invalid_json`; JSON of the wrong shape → 400 `invalid_request` naming
-/// the field (`agents[2].role: invalid type ...`).
+/// `invalid_json`; JSON of the wrong shape, or holding a value that cannot
+/// be read back ([`stasis_domain::json_limits`]) → 400 `invalid_request`
+/// naming the field (`agents[2].role: invalid type ...`).
 pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    let value: serde_json::Value = serde_json::from_slice(body).map_err(|err| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_json",
-            format!("the body is not valid JSON: {err}"),
-        )
-    })?;
-    if !value.is_object() {
+    let text = checked_json(body)?;
+    if !text.trim_start().starts_with('{') {
         return Err(ApiError::invalid_request("the body must be a JSON object"));
     }
-    serde_path_to_error::deserialize(value).map_err(|err| {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
         let path = err.path().to_string();
         let inner = err.into_inner();
         if path == "." {
@@ -66,23 +62,24 @@ pub fn parse_optional_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Resul
     }
 }
 
-/// The body as JSON text, checked to be one JSON value.
+/// The body as JSON text, checked to be one JSON value that can be read
+/// back.
 pub fn json_text(body: &[u8]) -> Result<String, ApiError> {
-    let text = std::str::from_utf8(body).map_err(|_| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_json",
-            "the body is not UTF-8 JSON",
-        )
-    })?;
-    serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|err| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_json",
-            format!("the body is not valid JSON: {err}"),
-        )
-    })?;
-    Ok(text.trim().to_owned())
+    checked_json(body).map(|text| text.trim().to_owned())
+}
+
+/// UTF-8 JSON text, one value, within [`stasis_domain::json_limits`].
+fn checked_json(body: &[u8]) -> Result<&str, ApiError> {
+    let invalid_json = |why: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", why);
+    let text = std::str::from_utf8(body)
+        .map_err(|_| invalid_json("the body is not UTF-8 JSON".to_owned()))?;
+    // Skipping values checks the syntax only: no number is converted and
+    // no depth limit applies, so the limits below get to name the place.
+    serde_json::from_str::<serde::de::IgnoredAny>(text)
+        .map_err(|err| invalid_json(format!("the body is not valid JSON: {err}")))?;
+    stasis_domain::json_limits::check(text)
+        .map_err(|breach| ApiError::invalid_request(format!("the body {}", breach.describe())))?;
+    Ok(text)
 }
 
 /// Stored JSON text, embedded as is in an answer (`null` if it ever were
@@ -90,4 +87,47 @@ pub fn json_text(body: &[u8]) -> Result<String, ApiError> {
 pub fn raw(text: String) -> Box<serde_json::value::RawValue> {
     serde_json::value::RawValue::from_string(text)
         .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code, reason = "only parsed")]
+    struct Body {
+        metadata: Box<serde_json::value::RawValue>,
+    }
+
+    fn refusal(body: &str) -> (String, String) {
+        match parse_json::<Body>(body.as_bytes()) {
+            Ok(_) => ("accepted".into(), String::new()),
+            Err(err) => (err.code, err.message),
+        }
+    }
+
+    #[test]
+    fn values_that_cannot_be_read_back_are_refused_naming_their_place() {
+        let (code, message) = refusal(r#"{"metadata":{"n":[1e999]}}"#);
+        assert_eq!(code, "invalid_request");
+        assert!(message.contains(".metadata.n[0]"), "{message}");
+        let deep = format!(r#"{{"metadata":{}{}}}"#, "[".repeat(200), "]".repeat(200));
+        let (code, message) = refusal(&deep);
+        assert_eq!(code, "invalid_request");
+        assert!(message.contains("deeper than 64"), "{message}");
+        assert_eq!(refusal(r#"{"metadata":[1e999"#).0, "invalid_json");
+        assert_eq!(refusal(r#"{"metadata":{"n":1e300}}"#).0, "accepted");
+    }
+
+    #[test]
+    fn json_text_applies_the_same_limits() {
+        assert_eq!(
+            json_text(b" -1e400 ").map_err(|e| e.code),
+            Err("invalid_request".to_owned())
+        );
+        assert_eq!(
+            json_text(b" [1] ").map_err(|e| e.code),
+            Ok("[1]".to_owned())
+        );
+    }
 }

@@ -27,6 +27,7 @@ pub mod conversation;
 pub mod error;
 pub mod event_log;
 pub mod ids;
+pub mod json_limits;
 pub mod limits;
 pub mod recall;
 pub mod snapshot;

@@ -56,8 +56,8 @@ pub(super) fn json_text(text: &str, limit: u64) -> Result<(), Breach> {
         });
     }
     serde_json::from_str::<serde::de::IgnoredAny>(text)
-        .map(drop)
-        .map_err(|err| Breach::Invalid(format!("is not valid JSON text ({err})")))
+        .map_err(|err| Breach::Invalid(format!("is not valid JSON text ({err})")))?;
+    crate::json_limits::check(text).map_err(|breach| Breach::Invalid(breach.describe()))
 }
 
 /// A role: 1 to `max` bytes.

@@ -139,6 +139,12 @@ fn validate_event(index: usize, event: &NewEvent) -> Result<(), DomainError> {
             limits::MAX_EVENT_BYTES,
         ));
     }
+    crate::json_limits::check(&event.data).map_err(|breach| {
+        DomainError::invalid(
+            "invalid_request",
+            format!("events[{index}].data {}", breach.describe()),
+        )
+    })?;
     Ok(())
 }
 

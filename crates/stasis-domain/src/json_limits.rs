@@ -1,0 +1,333 @@
+//! What JSON from outside may hold, so that everything stored can be read
+//! back as JSON by any reader.
+//!
+//! stasis stores JSON values (event data, checkpoints, memory, metadata) as
+//! the text it received and serves that text back byte for byte. Two kinds
+//! of valid JSON text still break ordinary readers, ours included (serde's
+//! `Value`, JavaScript's `JSON.parse` turns them into `Infinity` or stack
+//! overflows): numbers outside the range of a 64-bit float (`1e999`,
+//! `-1e400`), and nesting deeper than a parser's recursion limit. Such
+//! values are refused at the door, naming where they are, instead of being
+//! accepted and breaking a later read, export or dispatch.
+//!
+//! [`check`] is one pass over the bytes with no allocation, run on every
+//! value before it is stored; only a refusal pays for a second pass that
+//! finds the path.
+
+/// The deepest nesting of arrays and objects a stored value may have. A
+/// value at the top level is at depth 1, `{"a":[1]}` reaches depth 2.
+/// serde_json stops at 128, and some JavaScript engines lower; agent
+/// runtimes' events nest about 6 levels deep.
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// A refusal's path is cut after this many characters (a path 64 levels
+/// deep into arrays would be longer than is useful).
+const MAX_PATH_CHARS: usize = 120;
+
+/// Why a value was refused, and where inside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonBreach {
+    /// The path inside the value, in the style `.info.parts[2]` (empty for
+    /// the value itself).
+    pub path: String,
+    /// What is wrong there.
+    pub why: String,
+}
+
+impl JsonBreach {
+    /// The refusal's wording, to follow a field's name:
+    /// `holds a number out of range at .a[2] (1e999): ...`.
+    pub fn describe(&self) -> String {
+        let at = if self.path.is_empty() {
+            String::new()
+        } else {
+            format!(" at {}", self.path)
+        };
+        format!("{}{at}", self.why)
+    }
+}
+
+/// Checks `text`, which must already be valid JSON (the caller parsed it):
+/// every number is a finite 64-bit float and nesting stays within
+/// [`MAX_JSON_DEPTH`]. Text that is not valid JSON never panics here; it
+/// may pass or be refused.
+pub fn check(text: &str) -> Result<(), JsonBreach> {
+    let mut fast = NoPath;
+    match scan(text.as_bytes(), &mut fast) {
+        None => Ok(()),
+        Some(problem) => {
+            let mut tracker = PathTracker::default();
+            scan(text.as_bytes(), &mut tracker);
+            Err(JsonBreach {
+                path: tracker.rendered,
+                why: problem.describe(),
+            })
+        }
+    }
+}
+
+/// What the scan found wrong.
+enum Problem {
+    Depth,
+    Number(String),
+}
+
+impl Problem {
+    fn describe(&self) -> String {
+        match self {
+            Self::Depth => format!(
+                "nests arrays and objects deeper than {MAX_JSON_DEPTH} levels (the most a stored \
+                 value may have)"
+            ),
+            Self::Number(number) => format!(
+                "holds the number {number}, which is out of range: JSON numbers must fit a 64-bit \
+                 float (about ±1.8e308)"
+            ),
+        }
+    }
+}
+
+/// Follows the scan's structure; the fast pass ignores it all.
+trait Tracker {
+    fn open(&mut self, is_object: bool);
+    fn close(&mut self);
+    fn comma(&mut self);
+    fn string(&mut self, raw: &[u8]);
+    fn colon(&mut self);
+    /// The scan stopped at a problem: keep the path as it is now.
+    fn stop(&mut self);
+}
+
+struct NoPath;
+
+impl Tracker for NoPath {
+    fn open(&mut self, _: bool) {}
+    fn close(&mut self) {}
+    fn comma(&mut self) {}
+    fn string(&mut self, _: &[u8]) {}
+    fn colon(&mut self) {}
+    fn stop(&mut self) {}
+}
+
+/// One open array or object.
+enum Frame {
+    Array { index: usize },
+    Object { key: String, in_key: bool },
+}
+
+#[derive(Default)]
+struct PathTracker {
+    frames: Vec<Frame>,
+    rendered: String,
+}
+
+impl Tracker for PathTracker {
+    fn open(&mut self, is_object: bool) {
+        self.frames.push(if is_object {
+            Frame::Object {
+                key: String::new(),
+                in_key: true,
+            }
+        } else {
+            Frame::Array { index: 0 }
+        });
+    }
+
+    fn close(&mut self) {
+        self.frames.pop();
+    }
+
+    fn comma(&mut self) {
+        match self.frames.last_mut() {
+            Some(Frame::Array { index }) => *index += 1,
+            Some(Frame::Object { in_key, .. }) => *in_key = true,
+            None => {}
+        }
+    }
+
+    fn string(&mut self, raw: &[u8]) {
+        if let Some(Frame::Object { key, in_key: true }) = self.frames.last_mut() {
+            *key = String::from_utf8_lossy(raw).into_owned();
+        }
+    }
+
+    fn colon(&mut self) {
+        if let Some(Frame::Object { in_key, .. }) = self.frames.last_mut() {
+            *in_key = false;
+        }
+    }
+
+    fn stop(&mut self) {
+        let mut rendered = String::new();
+        for frame in &self.frames {
+            match frame {
+                Frame::Array { index } => rendered.push_str(&format!("[{index}]")),
+                Frame::Object { key, in_key: false } => {
+                    rendered.push('.');
+                    rendered.push_str(key);
+                }
+                Frame::Object { in_key: true, .. } => {}
+            }
+        }
+        self.rendered = match rendered.char_indices().nth(MAX_PATH_CHARS) {
+            Some((cut, _)) => format!("{}…", &rendered[..cut]),
+            None => rendered,
+        };
+    }
+}
+
+/// One pass over valid JSON text: the first problem, if any.
+fn scan(bytes: &[u8], tracker: &mut impl Tracker) -> Option<Problem> {
+    let mut depth = 0usize;
+    let mut at = 0usize;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'"' => {
+                let end = string_end(bytes, at + 1);
+                tracker.string(bytes.get(at + 1..end).unwrap_or_default());
+                at = end + 1;
+                continue;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                tracker.open(byte == b'{');
+                if depth > MAX_JSON_DEPTH {
+                    tracker.stop();
+                    return Some(Problem::Depth);
+                }
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                tracker.close();
+            }
+            b',' => tracker.comma(),
+            b':' => tracker.colon(),
+            b'-' | b'0'..=b'9' => {
+                let end = number_end(bytes, at);
+                let number = bytes.get(at..end).unwrap_or_default();
+                if !number_fits(number) {
+                    tracker.stop();
+                    return Some(Problem::Number(shorten(number)));
+                }
+                at = end;
+                continue;
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+/// The index of the quote that closes a string whose contents start at
+/// `from` (or the end of the text).
+fn string_end(bytes: &[u8], from: usize) -> usize {
+    let mut at = from;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'\\' => at += 2,
+            b'"' => return at,
+            _ => at += 1,
+        }
+    }
+    bytes.len()
+}
+
+fn number_end(bytes: &[u8], from: usize) -> usize {
+    let mut at = from;
+    while bytes
+        .get(at)
+        .is_some_and(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+    {
+        at += 1;
+    }
+    at
+}
+
+/// Whether a JSON number is a finite 64-bit float. Short plain numbers
+/// always are; only an exponent or hundreds of digits can overflow, so only
+/// those are parsed.
+fn number_fits(number: &[u8]) -> bool {
+    let short_plain = number.len() < 300 && !number.iter().any(|b| matches!(b, b'e' | b'E'));
+    if short_plain {
+        return true;
+    }
+    std::str::from_utf8(number)
+        .ok()
+        .and_then(|text| text.parse::<f64>().ok())
+        .is_some_and(f64::is_finite)
+}
+
+/// A number as a refusal quotes it: at most 40 characters.
+fn shorten(number: &[u8]) -> String {
+    let text = String::from_utf8_lossy(number);
+    match text.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(text: &str) -> Option<(String, String)> {
+        check(text).err().map(|breach| (breach.path, breach.why))
+    }
+
+    #[test]
+    fn ordinary_values_pass() {
+        for text in [
+            "null",
+            r#"{"a":[1,2.5,-3e10,1e308,-1.7976931348623157e308,"1e999",{"b":"]]]"}]}"#,
+            r#""escaped \" quote [ { ""#,
+            "1e-999",
+            "123456789012345678901234567890",
+        ] {
+            assert_eq!(check(text), Ok(()), "{text}");
+        }
+    }
+
+    #[test]
+    fn numbers_out_of_range_are_refused_with_their_path() {
+        let (path, why) = refusal(r#"{"a":{"b":[0,{"c":1e999}]}}"#).unwrap_or_default();
+        assert_eq!(path, ".a.b[1].c");
+        assert!(why.contains("1e999"), "{why}");
+        assert_eq!(refusal("-1e400").map(|(path, _)| path), Some(String::new()));
+        assert!(refusal(&"9".repeat(400)).is_some());
+        assert!(refusal(r#"[1,2,1E+999]"#).is_some_and(|(path, _)| path == "[2]"));
+    }
+
+    #[test]
+    fn nesting_past_the_bound_is_refused() {
+        let deepest = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        assert_eq!(check(&deepest), Ok(()));
+        let deeper = format!(
+            "{{\"k\":{}{}}}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        let (path, why) = refusal(&deeper).unwrap_or_default();
+        assert!(path.starts_with(".k[0][0]"), "{path}");
+        assert!(why.contains("deeper than 64"), "{why}");
+    }
+
+    #[test]
+    fn keys_after_commas_are_tracked() {
+        let (path, _) = refusal(r#"{"a":1,"b":[1,2,{"x":0,"y":-1e999}]}"#).unwrap_or_default();
+        assert_eq!(path, ".b[2].y");
+    }
+
+    #[test]
+    fn broken_text_never_panics() {
+        for text in [
+            "\"", "\"\\", "[", "]]]", "{\"a\":", "-", "1e", "\u{0}", "{:,}",
+        ] {
+            let _ = check(text);
+        }
+    }
+}
