@@ -217,15 +217,17 @@ impl From<SessionRecord> for SessionView {
     }
 }
 
+#[derive(Serialize)]
+struct SessionsView {
+    sessions: Vec<SessionView>,
+}
+
 /// `GET /sessions`.
 pub async fn sessions(objects: &impl Objects, key: &AgentKey) -> Result<Response<Bytes>, ApiError> {
     match state(objects, key, StateCall::ListSessions).await? {
         StateReply::Sessions(list) => {
-            let list: Vec<SessionView> = list.into_iter().map(SessionView::from).collect();
-            Ok(reply::json(
-                StatusCode::OK,
-                &serde_json::json!({ "sessions": list }),
-            ))
+            let sessions = list.into_iter().map(SessionView::from).collect();
+            Ok(reply::json(StatusCode::OK, &SessionsView { sessions }))
         }
         other => Err(unexpected(&other)),
     }
@@ -328,6 +330,11 @@ impl From<MemoryEntry> for MemoryView {
     }
 }
 
+#[derive(Serialize)]
+struct MemoryListView {
+    entries: Vec<MemoryView>,
+}
+
 /// `PUT|GET|DELETE /memory/{key}`.
 pub async fn memory_entry(
     objects: &impl Objects,
@@ -368,11 +375,8 @@ pub async fn memory_list(
     };
     match state(objects, key, call).await? {
         StateReply::MemoryList(entries) => {
-            let entries: Vec<MemoryView> = entries.into_iter().map(MemoryView::from).collect();
-            Ok(reply::json(
-                StatusCode::OK,
-                &serde_json::json!({ "entries": entries }),
-            ))
+            let entries = entries.into_iter().map(MemoryView::from).collect();
+            Ok(reply::json(StatusCode::OK, &MemoryListView { entries }))
         }
         other => Err(unexpected(&other)),
     }

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use stasis_domain::DomainError;
 
 /// An error response: status, stable code, message, and extra fields.
@@ -20,7 +20,7 @@ pub struct ApiError {
     pub headers: Vec<(header::HeaderName, String)>,
     /// What went wrong inside, for the server's log only: it may name files
     /// or carry a backtrace, so it is never sent to the client.
-    pub cause: Option<String>,
+    pub cause: Option<Box<str>>,
 }
 
 /// Attached to an error response's extensions, so that the runtime can log
@@ -96,7 +96,7 @@ impl ApiError {
             "internal_error",
             "the server failed to complete the request; its log holds the cause",
         );
-        error.cause = Some(cause.into());
+        error.cause = Some(cause.into().into_boxed_str());
         error
     }
 
@@ -104,13 +104,15 @@ impl ApiError {
     pub fn into_response(self) -> Response<Bytes> {
         let log = ErrorLog {
             code: self.code.clone(),
-            detail: self.cause.unwrap_or_else(|| self.message.clone()),
+            detail: self
+                .cause
+                .map_or_else(|| self.message.clone(), String::from),
         };
-        let mut body = Map::new();
-        body.insert("code".into(), Value::String(self.code));
-        body.insert("message".into(), Value::String(self.message));
-        body.extend(self.extra);
-        let mut response = crate::reply::json(self.status, &json!({ "error": body }));
+        let mut error = Map::new();
+        error.insert("code".into(), Value::String(self.code));
+        error.insert("message".into(), Value::String(self.message));
+        error.extend(self.extra);
+        let mut response = crate::reply::json(self.status, &ErrorBody { error });
         response.extensions_mut().insert(log);
         for (name, value) in self.headers {
             if let Ok(value) = HeaderValue::from_str(&value) {
@@ -119,6 +121,12 @@ impl ApiError {
         }
         response
     }
+}
+
+/// The error document: `{"error": {...}}`.
+#[derive(serde::Serialize)]
+struct ErrorBody {
+    error: Map<String, Value>,
 }
 
 impl From<DomainError> for ApiError {

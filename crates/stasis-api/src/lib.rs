@@ -22,7 +22,9 @@ mod body_rules;
 mod dispatch;
 pub mod error;
 mod events;
+pub mod idempotency;
 mod manifest;
+mod mayor_http;
 mod objects;
 mod query;
 pub mod reply;
@@ -163,7 +165,7 @@ impl<O: Objects + Snapshots> Api<O> {
         let query = query::Query::parse(query.as_deref());
         let objects = &self.objects;
         let response = match endpoint {
-            Endpoint::Health => reply::json(StatusCode::OK, &serde_json::json!({"status": "ok"})),
+            Endpoint::Health => reply::raw_json(StatusCode::OK, br#"{"status":"ok"}"#.to_vec()),
             Endpoint::Agent(key, AgentEndpoint::Events) if method == Method::POST => {
                 let batch = events::parse_append(&body)?;
                 events::render(objects.agent(&key, AgentCall::AppendEvents(batch)).await?)
@@ -192,7 +194,7 @@ impl<O: Objects + Snapshots> Api<O> {
                     .await?
             }
             Endpoint::Town(town, endpoint) => {
-                self.town_endpoint(&town, endpoint, &method, &query, &body)
+                self.town_endpoint(&town, endpoint, &method, &query, &headers, &body)
                     .await?
             }
         };
@@ -228,7 +230,7 @@ impl<O: Objects + Snapshots> Api<O> {
             },
             AgentEndpoint::Export => manifest::export(objects, key).await,
             AgentEndpoint::Import => manifest::import(objects, key, &body).await,
-            AgentEndpoint::Dispatch => town_http::dispatch_agent(objects, key, &body).await,
+            AgentEndpoint::Dispatch => mayor_http::dispatch_agent(objects, key, &body).await,
             AgentEndpoint::Events => Err(ApiError::internal("events are routed above")),
         }
     }
@@ -239,17 +241,20 @@ impl<O: Objects + Snapshots> Api<O> {
         endpoint: TownEndpoint,
         method: &Method,
         query: &query::Query,
+        headers: &HeaderMap,
         body: &Bytes,
     ) -> Result<Response<Bytes>, ApiError> {
         let objects = &self.objects;
         match endpoint {
             TownEndpoint::State => town_http::state(objects, town).await,
             TownEndpoint::Eviction => town_http::eviction(objects, town, body).await,
-            TownEndpoint::Heartbeat => town_http::heartbeat(objects, town, body).await,
+            TownEndpoint::Heartbeat => town_http::heartbeat(objects, town, headers, body).await,
             TownEndpoint::Registry => town_http::registry(objects, town, method, body).await,
             TownEndpoint::Events => town_http::events(objects, town, query).await,
             TownEndpoint::Agents => town_http::agents(objects, town).await,
-            TownEndpoint::MayorMessage => town_http::mayor_message(objects, town, body).await,
+            TownEndpoint::MayorMessage => {
+                mayor_http::mayor_message(objects, town, headers, body).await
+            }
         }
     }
 }

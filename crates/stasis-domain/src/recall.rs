@@ -53,9 +53,31 @@ pub fn dispatch_context(
 
 /// The event data of a user message, in the shape the rebuild reads.
 pub fn user_message_data(message_id: &str, text: &str) -> String {
-    serde_json::json!({
-        "info": {"id": message_id, "role": "user"},
-        "part": {"id": format!("{message_id}-text"), "text": text},
-    })
-    .to_string()
+    #[derive(Serialize)]
+    struct Info<'a> {
+        id: &'a str,
+        role: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Part<'a> {
+        id: String,
+        text: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Data<'a> {
+        info: Info<'a>,
+        part: Part<'a>,
+    }
+    let data = Data {
+        info: Info {
+            id: message_id,
+            role: "user",
+        },
+        part: Part {
+            id: format!("{message_id}-text"),
+            text,
+        },
+    };
+    // Strings and a fixed shape always serialise; the fallback is never used.
+    serde_json::to_string(&data).unwrap_or_else(|_| "null".to_owned())
 }

@@ -1,7 +1,8 @@
 //! The manifest: everything an agent has, as one document, and its export.
 //!
-//! Documents (`data`, `metadata`, `checkpoint`, `value`) are JSON text here;
-//! the HTTP layer turns them into JSON values and back. Every field has a
+//! Documents (`data`, `metadata`, `checkpoint`, `value`) are JSON text here,
+//! written into the serialised manifest as the JSON values they are and read
+//! back as text ([`super::raw_json`]). Every field has a
 //! default, so `{}` is a manifest (the empty agent); unknown fields are
 //! refused at every level, so a misspelt field cannot silently reset state.
 
@@ -28,6 +29,7 @@ pub struct Manifest {
     /// Every stored event, in seq order.
     pub events: Vec<ManifestEvent>,
     /// The checkpoint document, JSON text.
+    #[serde(with = "super::raw_json::option")]
     pub checkpoint: Option<String>,
     /// Memory entries, sorted by key.
     pub memory: Vec<ManifestMemory>,
@@ -43,7 +45,7 @@ pub struct ManifestAgent {
     /// The agent's role.
     pub role: String,
     /// JSON text; `null` when omitted.
-    #[serde(default = "null_text")]
+    #[serde(default = "null_text", with = "super::raw_json")]
     pub metadata: String,
 }
 
@@ -60,7 +62,7 @@ pub struct ManifestSession {
     #[serde(default = "running")]
     pub status: String,
     /// JSON text; `null` when omitted.
-    #[serde(default = "null_text")]
+    #[serde(default = "null_text", with = "super::raw_json")]
     pub metadata: String,
     /// Seq of its oldest stored event.
     #[serde(default)]
@@ -92,7 +94,7 @@ pub struct ManifestEvent {
     #[serde(default)]
     pub session_id: Option<String>,
     /// Payload, JSON text; `null` when omitted.
-    #[serde(default = "null_text")]
+    #[serde(default = "null_text", with = "super::raw_json")]
     pub data: String,
     /// When it was appended, ms since the epoch; the import's time when
     /// omitted.
@@ -107,6 +109,7 @@ pub struct ManifestMemory {
     /// The key, an id.
     pub key: String,
     /// The value, JSON text.
+    #[serde(with = "super::raw_json")]
     pub value: String,
     /// When it was written, ms since the epoch; the import's time when
     /// omitted.

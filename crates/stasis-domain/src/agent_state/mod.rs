@@ -29,6 +29,7 @@ mod checks;
 mod import;
 mod manifest;
 mod memory;
+mod raw_json;
 mod record;
 mod schema;
 mod sessions;

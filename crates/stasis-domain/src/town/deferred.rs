@@ -6,7 +6,6 @@ use crate::{
     DomainError, params,
     sql::{RowExt, SqlStore},
 };
-use serde_json::json;
 
 /// Defers a dispatch of `agent` until the drain ends. Repeats coalesce into
 /// the one pending row, but each is recorded as `dispatch_deferred`.
@@ -22,7 +21,11 @@ pub(super) fn defer(
     log::record(
         store,
         log::DISPATCH_DEFERRED,
-        &json!({"rig_id": agent.rig_id, "agent_id": agent.agent_id}),
+        &log::AgentDispatch {
+            rig_id: &agent.rig_id,
+            agent_id: &agent.agent_id,
+            reason: None,
+        },
         now_ms,
     )?;
     Ok(())
@@ -48,7 +51,11 @@ pub(super) fn release(store: &impl SqlStore, now_ms: i64) -> Result<Vec<TownAgen
         log::record(
             store,
             log::DISPATCH_AGENT,
-            &json!({"rig_id": agent.rig_id, "agent_id": agent.agent_id, "reason": "released"}),
+            &log::AgentDispatch {
+                rig_id: &agent.rig_id,
+                agent_id: &agent.agent_id,
+                reason: Some("released"),
+            },
             now_ms,
         )?;
         released.push(agent);

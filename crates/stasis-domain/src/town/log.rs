@@ -56,18 +56,59 @@ pub struct TownEventPage {
     pub last_seq: u64,
 }
 
+/// The data of `container_eviction`.
+#[derive(Serialize)]
+pub(super) struct ContainerEviction<'a> {
+    pub container_id: &'a str,
+    pub reason: Option<&'a str>,
+}
+
+/// The data of `container_ready`.
+#[derive(Serialize)]
+pub(super) struct ContainerReady<'a> {
+    pub container_id: &'a str,
+    pub cleared_drain: bool,
+}
+
+/// The data of `dispatch_agent` (with a reason) and `dispatch_deferred`
+/// (without).
+#[derive(Serialize)]
+pub(super) struct AgentDispatch<'a> {
+    pub rig_id: &'a str,
+    pub agent_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+}
+
+/// The data of `registry_updated`.
+#[derive(Serialize)]
+pub(super) struct RegistryUpdated<'a> {
+    pub container_id: &'a str,
+    pub agents: usize,
+}
+
+/// The data of `mayor_message`.
+#[derive(Serialize)]
+pub(super) struct MayorMessage<'a> {
+    pub rig_id: &'a str,
+    pub agent_id: &'a str,
+    pub message_seq: u64,
+}
+
 /// Appends one event and applies retention; returns its seq.
 pub(super) fn record(
     store: &impl SqlStore,
     event_type: &str,
-    data: &Value,
+    data: &impl Serialize,
     now_ms: i64,
 ) -> Result<u64, DomainError> {
+    let data = serde_json::to_string(data)
+        .map_err(|err| DomainError::Storage(format!("encoding a town event: {err}")))?;
     let (_, last_seq) = bounds(store)?;
     let seq = last_seq + 1;
     store.run(
         "INSERT INTO town_events (seq, type, data, created_at) VALUES (?1, ?2, ?3, ?4)",
-        params![seq, event_type, data.to_string(), now_ms],
+        params![seq, event_type, data, now_ms],
     )?;
     if seq > MAX_TOWN_EVENTS {
         store.run(

@@ -9,7 +9,6 @@ use crate::{
     sql::{Row, RowExt, SqlStore, SqlValue},
 };
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use std::collections::BTreeSet;
 
 /// Agents one registry lists at most.
@@ -74,7 +73,10 @@ pub fn put(
     log::record(
         store,
         log::REGISTRY_UPDATED,
-        &json!({"container_id": container_id, "agents": agents.len()}),
+        &log::RegistryUpdated {
+            container_id,
+            agents: agents.len(),
+        },
         now_ms,
     )?;
     Ok(Registry {

@@ -6,6 +6,11 @@
 //! interleaving, duplicated full texts, junk or repeated pages, the rebuild
 //! must give back exactly the texts that were streamed.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "tests write their JSON inputs with json! and read answers as Values"
+)]
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 
 mod spec;
