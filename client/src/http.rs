@@ -166,7 +166,21 @@ impl Client {
         body: &impl Serialize,
         deadline: Option<Instant>,
     ) -> Result<Vec<u8>> {
-        self.send_json("POST", path, body, deadline)
+        self.send_json("POST", path, body, None, deadline)
+    }
+
+    /// `POST path` with a JSON body and an `Idempotency-Key` that every attempt repeats, so
+    /// that a retry of a request the server would otherwise apply twice (a heartbeat that
+    /// releases dispatches, a Mayor message) has the first attempt's effect only.
+    pub fn post_json_once<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+        idempotency_key: &str,
+        deadline: Option<Instant>,
+    ) -> Result<T> {
+        let bytes = self.send_json("POST", path, body, Some(idempotency_key), deadline)?;
+        parse_json(&format!("POST {path}"), &bytes)
     }
 
     /// `PUT path` with a JSON body, retried, answering the JSON body of a 2xx.
@@ -176,7 +190,7 @@ impl Client {
         body: &impl Serialize,
         deadline: Option<Instant>,
     ) -> Result<T> {
-        let bytes = self.send_json("PUT", path, body, deadline)?;
+        let bytes = self.send_json("PUT", path, body, None, deadline)?;
         parse_json(&format!("PUT {path}"), &bytes)
     }
 
@@ -186,6 +200,7 @@ impl Client {
         method: &str,
         path: &str,
         body: &impl Serialize,
+        idempotency_key: Option<&str>,
         deadline: Option<Instant>,
     ) -> Result<Vec<u8>> {
         let what = format!("{method} {path}");
@@ -200,9 +215,12 @@ impl Client {
             } else {
                 self.agent.post(url)
             };
-            let request = self
+            let mut request = self
                 .prepare(builder, deadline)
                 .header("Content-Type", "application/json");
+            if let Some(key) = idempotency_key {
+                request = request.header("Idempotency-Key", key);
+            }
             let response = request.send(&bytes[..]).map_err(|e| transport(&what, e))?;
             read_body(&what, check_status(&what, response)?)
         })

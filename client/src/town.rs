@@ -78,7 +78,8 @@ pub struct Heartbeat {
     pub pending_dispatches: Vec<Value>,
 }
 
-/// `POST /api/towns/{town}/heartbeat {container_id}`, retried.
+/// `POST /api/towns/{town}/heartbeat {container_id}`, retried under one `Idempotency-Key`: if
+/// an attempt's answer is lost, the retry gets the dispatches that attempt released.
 pub fn heartbeat(
     client: &Client,
     town: &str,
@@ -86,7 +87,13 @@ pub fn heartbeat(
     deadline: Option<Instant>,
 ) -> Result<Heartbeat> {
     let path = format!("{}/heartbeat", town_path(town)?);
-    client.post_json(&path, &json!({ "container_id": container_id }), deadline)
+    let key = format!("heartbeat-{}", new_container_id());
+    client.post_json_once(
+        &path,
+        &json!({ "container_id": container_id }),
+        &key,
+        deadline,
+    )
 }
 
 /// `POST /api/towns/{town}/container-eviction {container_id, reason}` (idempotent), retried.

@@ -322,3 +322,37 @@ fn a_failed_eviction_notice_does_not_stop_the_flush() {
     assert!(matches!(report.agents[0].result, Flush::Flushed(_)));
     assert!(!report.complete());
 }
+
+#[test]
+fn a_retried_heartbeat_repeats_its_idempotency_key() {
+    let attempts = std::sync::atomic::AtomicUsize::new(0);
+    let mock = Mock::start(move |request| {
+        assert_eq!(request.path(), "/api/towns/t1/heartbeat");
+        if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            return Response::new(0);
+        }
+        Response::json(
+            200,
+            &json!({"draining": false, "cleared_drain": true, "registry": null,
+                    "pending_dispatches": [{"agent_id": "mayor"}]}),
+        )
+    });
+    let client = mock.client();
+    let beat = stasis_client::town::heartbeat(&client, "t1", "c-1", None).expect("heartbeat");
+    assert_eq!(beat.pending_dispatches.len(), 1);
+    let keys: Vec<Option<String>> = mock
+        .requests()
+        .iter()
+        .map(|r| r.header("idempotency-key").map(str::to_owned))
+        .collect();
+    assert_eq!(keys.len(), 2, "one failed attempt, one retry");
+    assert!(keys[0].is_some(), "a key is sent");
+    assert_eq!(keys[0], keys[1], "the retry repeats it");
+    let again = stasis_client::town::heartbeat(&client, "t1", "c-1", None).expect("heartbeat");
+    drop(again);
+    let last = mock
+        .requests()
+        .last()
+        .and_then(|r| r.header("idempotency-key").map(str::to_owned));
+    assert_ne!(last, keys[0], "a new heartbeat has a new key");
+}

@@ -1,40 +1,46 @@
-//! The town: eviction, heartbeats, the registry, its log, its agents, and
-//! the Mayor's messages.
+//! The town: eviction, heartbeats, the registry, its log and its agents.
 
-use crate::{Objects, Snapshots, body, dispatch, error::ApiError, query::Query, reply};
+use crate::{
+    Objects, Snapshots, body, dispatch, dispatch::Dispatch, error::ApiError, idempotency,
+    query::Query, reply,
+};
 use bytes::Bytes;
 use futures::future::try_join_all;
-use http::{Method, Response, StatusCode};
+use http::{HeaderMap, Method, Response, StatusCode};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use stasis_domain::{
-    DomainError, Refusal,
     agent::{AgentCall, AgentReply},
-    event_log::{AppendBatch, NewEvent},
     ids::AgentKey,
-    limits, recall,
-    snapshot::{self, SnapshotMeta},
-    town::{MayorAction, RegistryAgent, TownCall, TownReply},
+    limits,
+    snapshot::SnapshotMeta,
+    town::{Registry, RegistryAgent, TownCall, TownReply, TownState},
 };
 
 /// Runs a town call.
-async fn town(objects: &impl Objects, town: &str, call: TownCall) -> Result<TownReply, ApiError> {
+pub(crate) async fn town(
+    objects: &impl Objects,
+    town: &str,
+    call: TownCall,
+) -> Result<TownReply, ApiError> {
     Ok(objects.town(town, call).await?)
 }
 
-fn unexpected(reply: &impl std::fmt::Debug) -> ApiError {
+pub(crate) fn unexpected(reply: &impl std::fmt::Debug) -> ApiError {
     ApiError::internal(format!("the town answered with {reply:?}"))
+}
+
+/// The town as `GET` shows it.
+#[derive(Serialize)]
+struct StateView<'a> {
+    town_id: &'a str,
+    #[serde(flatten)]
+    state: TownState,
 }
 
 /// `GET /api/towns/{town}`.
 pub async fn state(objects: &impl Objects, town_id: &str) -> Result<Response<Bytes>, ApiError> {
     match town(objects, town_id, TownCall::GetState).await? {
-        TownReply::State(state) => {
-            let mut value =
-                serde_json::to_value(&state).map_err(|e| ApiError::internal(e.to_string()))?;
-            value["town_id"] = json!(town_id);
-            Ok(reply::json(StatusCode::OK, &value))
-        }
+        TownReply::State(state) => Ok(reply::json(StatusCode::OK, &StateView { town_id, state })),
         other => Err(unexpected(&other)),
     }
 }
@@ -42,18 +48,27 @@ pub async fn state(objects: &impl Objects, town_id: &str) -> Result<Response<Byt
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EvictionBody {
-    container_id: String,
+    /// Omitted (or an empty body): the current container.
+    #[serde(default)]
+    container_id: Option<String>,
     #[serde(default)]
     reason: Option<String>,
 }
 
-/// `POST /container-eviction`.
+#[derive(Serialize)]
+struct EvictionView {
+    draining: bool,
+    evicting_container_id: Option<String>,
+    already_draining: bool,
+}
+
+/// `POST /container-eviction`; an empty body evicts the current container.
 pub async fn eviction(
     objects: &impl Objects,
     town_id: &str,
     body: &Bytes,
 ) -> Result<Response<Bytes>, ApiError> {
-    let wanted: EvictionBody = body::parse_json(body)?;
+    let wanted: EvictionBody = body::parse_optional_json(body)?;
     let call = TownCall::Evict {
         container_id: wanted.container_id,
         reason: wanted.reason,
@@ -61,11 +76,11 @@ pub async fn eviction(
     match town(objects, town_id, call).await? {
         TownReply::Evicted(outcome) => Ok(reply::json(
             StatusCode::ACCEPTED,
-            &json!({
-                "draining": outcome.draining,
-                "evicting_container_id": outcome.evicting_container_id,
-                "already_draining": outcome.already_draining,
-            }),
+            &EvictionView {
+                draining: outcome.draining,
+                evicting_container_id: outcome.evicting_container_id,
+                already_draining: outcome.already_draining,
+            },
         )),
         other => Err(unexpected(&other)),
     }
@@ -77,22 +92,33 @@ struct HeartbeatBody {
     container_id: String,
 }
 
+#[derive(Serialize)]
+struct HeartbeatView {
+    draining: bool,
+    cleared_drain: bool,
+    registry: Registry,
+    pending_dispatches: Vec<Dispatch>,
+}
+
 /// `POST /heartbeat`: the dispatches released by a clearing heartbeat are
-/// built now, from the agents' current state.
+/// built now, from the agents' current state. With an `Idempotency-Key`, a
+/// retry gets the same dispatches again.
 pub async fn heartbeat(
     objects: &impl Objects,
     town_id: &str,
+    headers: &HeaderMap,
     body: &Bytes,
 ) -> Result<Response<Bytes>, ApiError> {
     let wanted: HeartbeatBody = body::parse_json(body)?;
     let call = TownCall::Heartbeat {
         container_id: wanted.container_id,
+        idempotency_key: idempotency::key(headers)?,
     };
     let outcome = match town(objects, town_id, call).await? {
         TownReply::Heartbeat(outcome) => outcome,
         other => return Err(unexpected(&other)),
     };
-    let pending = try_join_all(
+    let pending_dispatches = try_join_all(
         outcome
             .released
             .iter()
@@ -101,12 +127,12 @@ pub async fn heartbeat(
     .await?;
     Ok(reply::json(
         StatusCode::OK,
-        &json!({
-            "draining": outcome.draining,
-            "cleared_drain": outcome.cleared_drain,
-            "registry": outcome.registry,
-            "pending_dispatches": pending,
-        }),
+        &HeartbeatView {
+            draining: outcome.draining,
+            cleared_drain: outcome.cleared_drain,
+            registry: outcome.registry,
+            pending_dispatches,
+        },
     ))
 }
 
@@ -198,7 +224,12 @@ pub async fn agents<O: Objects + Snapshots>(
         })
     }))
     .await?;
-    Ok(reply::json(StatusCode::OK, &json!({ "agents": listing })))
+    Ok(reply::json(StatusCode::OK, &AgentsView { agents: listing }))
+}
+
+#[derive(Serialize)]
+struct AgentsView {
+    agents: Vec<AgentListing>,
 }
 
 /// A read that returns no events, only the log's bounds.
@@ -209,134 +240,4 @@ fn tail_probe() -> stasis_domain::event_log::ReadQuery {
         session_id: None,
         event_type: None,
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MessageBody {
-    text: String,
-}
-
-/// `POST /mayor/message`: persisted first, then delivered, re-dispatched
-/// or deferred.
-pub async fn mayor_message(
-    objects: &impl Objects,
-    town_id: &str,
-    body: &Bytes,
-) -> Result<Response<Bytes>, ApiError> {
-    let wanted: MessageBody = body::parse_json(body)?;
-    check_text(&wanted.text)?;
-    let state = match town(objects, town_id, TownCall::GetState).await? {
-        TownReply::State(state) => state,
-        other => return Err(unexpected(&other)),
-    };
-    let Some(mayor) = state.mayor else {
-        return Err(DomainError::NotFound(Refusal::new(
-            "mayor_not_found",
-            format!("town {town_id:?} has no agent with role mayor"),
-        ))
-        .into());
-    };
-    let registry = match town(objects, town_id, TownCall::GetRegistry).await? {
-        TownReply::Registry(registry) => registry,
-        other => return Err(unexpected(&other)),
-    };
-    let session_id = registry
-        .agents
-        .iter()
-        .find(|a| a.rig_id == mayor.rig_id && a.agent_id == mayor.agent_id)
-        .and_then(|a| a.session_id.clone());
-    let key = AgentKey::new(town_id, &mayor.rig_id, &mayor.agent_id)?;
-    let now = objects.now_ms();
-    let message_id = format!(
-        "stasis-user-{now}-{}",
-        &snapshot::sha256_hex(wanted.text.as_bytes())[..12]
-    );
-    let event = NewEvent {
-        event_type: recall::USER_MESSAGE_EVENT.to_owned(),
-        session_id,
-        data: recall::user_message_data(&message_id, &wanted.text),
-    };
-    let message_seq = match objects
-        .agent(&key, AgentCall::AppendEvents(AppendBatch::new(vec![event])))
-        .await?
-    {
-        AgentReply::Appended(outcome) => outcome.last_seq,
-        other => return Err(unexpected(&other)),
-    };
-    match town(objects, town_id, TownCall::MayorMessage { message_seq }).await? {
-        TownReply::MayorMessage(MayorAction::Deferred) => Ok(reply::json(
-            StatusCode::ACCEPTED,
-            &json!({"action": "deferred"}),
-        )),
-        TownReply::MayorMessage(MayorAction::Deliver {
-            session_id,
-            container_id,
-        }) => Ok(reply::json(
-            StatusCode::OK,
-            &json!({
-                "action": "deliver",
-                "session_id": session_id,
-                "container_id": container_id,
-            }),
-        )),
-        TownReply::MayorMessage(MayorAction::Redispatch { agent }) => {
-            let dispatch = dispatch::build(objects, town_id, &agent, None).await?;
-            Ok(reply::json(
-                StatusCode::OK,
-                &json!({"action": "redispatch", "dispatch": dispatch}),
-            ))
-        }
-        other => Err(unexpected(&other)),
-    }
-}
-
-fn check_text(text: &str) -> Result<(), ApiError> {
-    if text.trim().is_empty() {
-        return Err(ApiError::invalid_request("text must not be empty"));
-    }
-    if u64::try_from(text.len()).unwrap_or(u64::MAX) > limits::MAX_EVENT_BYTES - 1024 {
-        return Err(DomainError::too_large(
-            "message_too_large",
-            format!(
-                "a message may hold at most {} bytes",
-                limits::MAX_EVENT_BYTES - 1024
-            ),
-            limits::MAX_EVENT_BYTES - 1024,
-        )
-        .into());
-    }
-    Ok(())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DispatchBody {
-    #[serde(default)]
-    text: Option<String>,
-}
-
-/// `POST /rigs/{rig}/agents/{agent}/dispatch`: refused while draining.
-pub async fn dispatch_agent(
-    objects: &impl Objects,
-    key: &AgentKey,
-    body: &Bytes,
-) -> Result<Response<Bytes>, ApiError> {
-    let wanted: DispatchBody = body::parse_optional_json(body)?;
-    if let Some(text) = &wanted.text {
-        check_text(text)?;
-    }
-    let call = TownCall::Dispatch {
-        rig_id: key.rig.clone(),
-        agent_id: key.agent.clone(),
-    };
-    let agent = match town(objects, &key.town, call).await? {
-        TownReply::Dispatched(agent) => agent,
-        other => return Err(unexpected(&other)),
-    };
-    let dispatch = dispatch::build(objects, &key.town, &agent, wanted.text.as_deref()).await?;
-    Ok(reply::json(
-        StatusCode::OK,
-        &json!({ "dispatch": dispatch }),
-    ))
 }

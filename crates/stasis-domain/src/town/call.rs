@@ -28,8 +28,9 @@ pub enum TownCall {
     GetState,
     /// A container announces its eviction.
     Evict {
-        /// The container going away.
-        container_id: String,
+        /// The container going away; `None` for the current one.
+        #[serde(default)]
+        container_id: Option<String>,
         /// Why, for people.
         #[serde(default)]
         reason: Option<String>,
@@ -38,6 +39,9 @@ pub enum TownCall {
     Heartbeat {
         /// The container.
         container_id: String,
+        /// Makes a retry get the same released dispatches again.
+        #[serde(default)]
+        idempotency_key: Option<String>,
     },
     /// Replace the process registry.
     PutRegistry {
@@ -135,13 +139,19 @@ pub fn execute(
             reason,
         } => TownReply::Evicted(eviction::evict(
             store,
-            container_id,
+            container_id.as_deref(),
             reason.as_deref(),
             now,
         )?),
-        TownCall::Heartbeat { container_id } => {
-            TownReply::Heartbeat(heartbeat::heartbeat(store, container_id, now)?)
-        }
+        TownCall::Heartbeat {
+            container_id,
+            idempotency_key,
+        } => TownReply::Heartbeat(heartbeat::heartbeat(
+            store,
+            container_id,
+            idempotency_key.as_deref(),
+            now,
+        )?),
         TownCall::PutRegistry {
             container_id,
             agents,

@@ -9,9 +9,8 @@ use super::{
     agents::{self, AgentRef, TownAgent},
     deferred, log, registry, state,
 };
-use crate::{DomainError, Refusal, ids::check_id, sql::SqlStore};
+use crate::{DomainError, Refusal, ids::check_id, params, sql::SqlStore};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// What became of a message for the mayor (already persisted in the
 /// mayor's own log at `message_seq`).
@@ -34,8 +33,13 @@ pub enum MayorAction {
     },
 }
 
+/// Mayor messages remembered as routed; the oldest go first.
+const MAX_ROUTED_MESSAGES: u64 = 1_000;
+
 /// Routes a message for the mayor; records `mayor_message`, then
-/// `dispatch_deferred` or `dispatch_agent` as the route needs.
+/// `dispatch_deferred` or `dispatch_agent` as the route needs. A message
+/// routed before (a retry: the same seq of the mayor's log) gets its route
+/// again and records nothing.
 pub fn mayor_message(
     store: &impl SqlStore,
     message_seq: u64,
@@ -47,15 +51,24 @@ pub fn mayor_message(
             "the town has no agent with role mayor; register one first",
         )));
     };
-    log::record(
-        store,
-        log::MAYOR_MESSAGE,
-        &json!({"rig_id": mayor.rig_id, "agent_id": mayor.agent_id, "message_seq": message_seq}),
-        now_ms,
-    )?;
+    let first_time = remember_routed(store, &mayor, message_seq)?;
+    if first_time {
+        log::record(
+            store,
+            log::MAYOR_MESSAGE,
+            &log::MayorMessage {
+                rig_id: &mayor.rig_id,
+                agent_id: &mayor.agent_id,
+                message_seq,
+            },
+            now_ms,
+        )?;
+    }
     let town = state::load(store)?;
     if town.draining {
-        deferred::defer(store, &mayor, now_ms)?;
+        if first_time {
+            deferred::defer(store, &mayor, now_ms)?;
+        }
         return Ok(MayorAction::Deferred);
     }
     if let Some(current) = town.current_container_id
@@ -66,8 +79,36 @@ pub fn mayor_message(
             container_id: current,
         });
     }
-    record_dispatch(store, &mayor, "mayor_message", now_ms)?;
+    if first_time {
+        record_dispatch(store, &mayor, "mayor_message", now_ms)?;
+    }
     Ok(MayorAction::Redispatch { agent: mayor })
+}
+
+/// Remembers that the message at `message_seq` was routed; false when it
+/// was already.
+fn remember_routed(
+    store: &impl SqlStore,
+    mayor: &TownAgent,
+    message_seq: u64,
+) -> Result<bool, DomainError> {
+    let known = store.execute(
+        "SELECT 1 FROM routed_mayor_messages WHERE rig_id = ?1 AND agent_id = ?2 AND message_seq = ?3",
+        params![mayor.rig_id.as_str(), mayor.agent_id.as_str(), message_seq],
+    )?;
+    if !known.is_empty() {
+        return Ok(false);
+    }
+    store.run(
+        "INSERT INTO routed_mayor_messages (rig_id, agent_id, message_seq) VALUES (?1, ?2, ?3)",
+        params![mayor.rig_id.as_str(), mayor.agent_id.as_str(), message_seq],
+    )?;
+    store.run(
+        "DELETE FROM routed_mayor_messages WHERE rowid IN (SELECT rowid FROM routed_mayor_messages
+         ORDER BY rowid DESC LIMIT -1 OFFSET ?1)",
+        params![MAX_ROUTED_MESSAGES],
+    )?;
+    Ok(true)
 }
 
 /// Dispatches one registered agent; refused while the town drains.
@@ -123,7 +164,11 @@ fn record_dispatch(
     log::record(
         store,
         log::DISPATCH_AGENT,
-        &json!({"rig_id": agent.rig_id, "agent_id": agent.agent_id, "reason": reason}),
+        &log::AgentDispatch {
+            rig_id: &agent.rig_id,
+            agent_id: &agent.agent_id,
+            reason: Some(reason),
+        },
         now_ms,
     )?;
     Ok(())

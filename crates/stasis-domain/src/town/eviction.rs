@@ -5,6 +5,9 @@
 //! `evicting_container_id` alone. Every container that announced its
 //! eviction is remembered, so that neither its late heartbeat nor a retried
 //! eviction after a successor took over can disturb the town.
+//!
+//! An eviction that names no container (Gastown's container sends an empty
+//! body on SIGTERM) is the current container's.
 
 use super::{log, state};
 use crate::{
@@ -14,7 +17,6 @@ use crate::{
     sql::{RowExt, SqlStore},
 };
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// The longest eviction reason kept, in bytes.
 pub const MAX_REASON_BYTES: usize = 1024;
@@ -39,13 +41,28 @@ pub struct EvictOutcome {
     pub already_evicted: bool,
 }
 
-/// Sets draining on the first eviction and records `container_eviction`.
+/// Sets draining on the first eviction and records `container_eviction`;
+/// `None` names the current container.
 pub fn evict(
     store: &impl SqlStore,
-    container_id: &str,
+    container_id: Option<&str>,
     reason: Option<&str>,
     now_ms: i64,
 ) -> Result<EvictOutcome, DomainError> {
+    let current;
+    let container_id = match container_id {
+        Some(named) => named,
+        None => {
+            current = state::load(store)?.current_container_id.ok_or_else(|| {
+                DomainError::Conflict(crate::Refusal::new(
+                    "no_current_container",
+                    "no container has heartbeat in this town, so an eviction must name its \
+                     container_id",
+                ))
+            })?;
+            current.as_str()
+        }
+    };
     check_id("container_id", container_id)?;
     if let Some(reason) = reason
         && reason.len() > MAX_REASON_BYTES
@@ -78,7 +95,10 @@ pub fn evict(
     log::record(
         store,
         log::CONTAINER_EVICTION,
-        &json!({"container_id": container_id, "reason": reason}),
+        &log::ContainerEviction {
+            container_id,
+            reason,
+        },
         now_ms,
     )?;
     Ok(EvictOutcome {

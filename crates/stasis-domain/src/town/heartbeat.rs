@@ -6,11 +6,21 @@
 //! current, records `container_ready`, releases the deferred dispatches);
 //! without a drain, a new container becomes current and a repeat from the
 //! current one records nothing.
+//!
+//! A heartbeat may carry an idempotency key. The dispatches it released
+//! are then remembered under that key, and a retry with the same key (after
+//! a lost answer, or a failure while the answer was built) gets them again
+//! and changes nothing else but the liveness time. Without a key each
+//! deferred dispatch is released exactly once.
 
 use super::{agents::TownAgent, deferred, eviction, log, registry, registry::Registry, state};
-use crate::{DomainError, ids::check_id, sql::SqlStore};
+use crate::{
+    DomainError,
+    ids::check_id,
+    params,
+    sql::{RowExt, SqlStore},
+};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// The answer to a heartbeat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,16 +40,33 @@ pub struct HeartbeatOutcome {
     pub released: Vec<TownAgent>,
 }
 
-/// Records a heartbeat from `container_id`.
+/// Heartbeats remembered with their idempotency keys; the oldest go first.
+const MAX_REPLAYS: u64 = 100;
+
+/// Records a heartbeat from `container_id`; see the module doc for
+/// `idempotency_key`.
 pub fn heartbeat(
     store: &impl SqlStore,
     container_id: &str,
+    idempotency_key: Option<&str>,
     now_ms: i64,
 ) -> Result<HeartbeatOutcome, DomainError> {
     check_id("container_id", container_id)?;
     let mut row = state::load(store)?;
     row.last_heartbeat_at = Some(now_ms);
     let evicted = eviction::was_evicted(store, container_id)?;
+    if let Some(key) = idempotency_key
+        && let Some(released) = replayed(store, container_id, key)?
+    {
+        state::save(store, &row)?;
+        return Ok(HeartbeatOutcome {
+            draining: row.draining,
+            cleared_drain: false,
+            evicted,
+            registry: registry::get(store)?,
+            released,
+        });
+    }
     let takes_over = !evicted && row.current_container_id.as_deref() != Some(container_id);
     let cleared_drain = !evicted && row.draining;
     if cleared_drain {
@@ -55,7 +82,10 @@ pub fn heartbeat(
         log::record(
             store,
             log::CONTAINER_READY,
-            &json!({"container_id": container_id, "cleared_drain": cleared_drain}),
+            &log::ContainerReady {
+                container_id,
+                cleared_drain,
+            },
             now_ms,
         )?;
     }
@@ -64,6 +94,9 @@ pub fn heartbeat(
     } else {
         Vec::new()
     };
+    if let Some(key) = idempotency_key {
+        remember(store, container_id, key, &released, now_ms)?;
+    }
     Ok(HeartbeatOutcome {
         draining: row.draining,
         cleared_drain,
@@ -71,4 +104,44 @@ pub fn heartbeat(
         registry: registry::get(store)?,
         released,
     })
+}
+
+/// What an earlier heartbeat with this key released, if there was one.
+fn replayed(
+    store: &impl SqlStore,
+    container_id: &str,
+    key: &str,
+) -> Result<Option<Vec<TownAgent>>, DomainError> {
+    let rows = store.execute(
+        "SELECT released FROM heartbeat_replays WHERE container_id = ?1 AND idempotency_key = ?2",
+        params![container_id, key],
+    )?;
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    serde_json::from_str(row.text(0)?)
+        .map(Some)
+        .map_err(|err| DomainError::Storage(format!("a remembered heartbeat is unreadable: {err}")))
+}
+
+fn remember(
+    store: &impl SqlStore,
+    container_id: &str,
+    key: &str,
+    released: &[TownAgent],
+    now_ms: i64,
+) -> Result<(), DomainError> {
+    let released = serde_json::to_string(released)
+        .map_err(|err| DomainError::Storage(format!("remembering a heartbeat: {err}")))?;
+    store.run(
+        "INSERT INTO heartbeat_replays (container_id, idempotency_key, released, recorded_at)
+         VALUES (?1, ?2, ?3, ?4)",
+        params![container_id, key, released.as_str(), now_ms],
+    )?;
+    store.run(
+        "DELETE FROM heartbeat_replays WHERE rowid IN (SELECT rowid FROM heartbeat_replays
+         ORDER BY recorded_at DESC, container_id, idempotency_key LIMIT -1 OFFSET ?1)",
+        params![MAX_REPLAYS],
+    )?;
+    Ok(())
 }

@@ -24,7 +24,10 @@
 //! # fn demo(store: &impl SqlStore) -> Result<(), stasis_domain::DomainError> {
 //! town::migrate(store)?;
 //! let env = TownEnv { now_ms: 1 };
-//! let call = TownCall::Heartbeat { container_id: "container-a".into() };
+//! let call = TownCall::Heartbeat {
+//!     container_id: "container-a".into(),
+//!     idempotency_key: None,
+//! };
 //! let reply = town::execute(store, &call, &env)?;
 //! assert!(matches!(reply, TownReply::Heartbeat(beat) if !beat.draining));
 //! # Ok(()) }

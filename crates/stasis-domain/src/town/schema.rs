@@ -53,6 +53,23 @@ const STATEMENTS: &[&str] = &[
         deferred_at INTEGER NOT NULL,
         PRIMARY KEY (rig_id, agent_id)
     ) WITHOUT ROWID",
+    // Heartbeats sent with an Idempotency-Key: what each released, so that
+    // a retry gets the same dispatches again. Bounded, newest kept.
+    "CREATE TABLE IF NOT EXISTS heartbeat_replays (
+        container_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        released TEXT NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        PRIMARY KEY (container_id, idempotency_key)
+    )",
+    // Mayor messages already routed (by their seq in the mayor's log), so
+    // that a retried message is not recorded or deferred twice. Bounded.
+    "CREATE TABLE IF NOT EXISTS routed_mayor_messages (
+        rig_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        message_seq INTEGER NOT NULL,
+        PRIMARY KEY (rig_id, agent_id, message_seq)
+    )",
     // The town's own event log.
     "CREATE TABLE IF NOT EXISTS town_events (
         seq INTEGER PRIMARY KEY,

@@ -101,17 +101,18 @@ fn bad_container_ids_and_long_reasons_are_refused() {
     let mut town = Town::new();
     for bad in ["", "..", "a/b", "has space"] {
         let evict = TownCall::Evict {
-            container_id: bad.into(),
+            container_id: Some(bad.into()),
             reason: None,
         };
         assert_eq!(town.call(evict).unwrap_err().code(), "invalid_id");
         let beat = TownCall::Heartbeat {
             container_id: bad.into(),
+            idempotency_key: None,
         };
         assert_eq!(town.call(beat).unwrap_err().code(), "invalid_id");
     }
     let long = TownCall::Evict {
-        container_id: "container-a".into(),
+        container_id: Some("container-a".into()),
         reason: Some("x".repeat(town::eviction::MAX_REASON_BYTES + 1)),
     };
     assert_eq!(town.call(long).unwrap_err().code(), "invalid_request");

@@ -6,6 +6,11 @@
 //! must not end the drain; the next container's heartbeat ends it and gets
 //! the deferred dispatch, exactly once.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "tests write their JSON inputs with json! and read answers as Values"
+)]
 #![allow(clippy::expect_used, clippy::panic, reason = "tests fail loudly")]
 
 mod support;
@@ -16,5 +21,6 @@ mod drain;
 mod random_runs;
 mod registry;
 mod restart;
+mod retries;
 mod town_log;
 mod wire;

@@ -33,6 +33,9 @@ proptest! {
         let mut evicted = std::collections::BTreeSet::new();
         let mut deferred_pending = false;
         let mut expected_releases = 0;
+        // Each message is a new one in the mayor's log; a repeated seq
+        // would be a retry of the same message.
+        let mut message_seq = 0;
         for step in steps {
             let before = town.state();
             match step {
@@ -59,7 +62,8 @@ proptest! {
                     }
                 }
                 Step::MayorMessage => {
-                    let action = town.mayor_message(1).expect("message");
+                    message_seq += 1;
+                    let action = town.mayor_message(message_seq).expect("message");
                     prop_assert_eq!(action == MayorAction::Deferred, before.draining);
                     deferred_pending |= before.draining;
                 }

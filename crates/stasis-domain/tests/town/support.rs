@@ -46,7 +46,7 @@ impl Town {
 
     pub(crate) fn evict(&mut self, container_id: &str) -> EvictOutcome {
         let call = TownCall::Evict {
-            container_id: container_id.into(),
+            container_id: Some(container_id.into()),
             reason: Some("SIGTERM".into()),
         };
         match self.call(call).expect("evict") {
@@ -56,8 +56,17 @@ impl Town {
     }
 
     pub(crate) fn heartbeat(&mut self, container_id: &str) -> HeartbeatOutcome {
+        self.heartbeat_with_key(container_id, None)
+    }
+
+    pub(crate) fn heartbeat_with_key(
+        &mut self,
+        container_id: &str,
+        idempotency_key: Option<&str>,
+    ) -> HeartbeatOutcome {
         let call = TownCall::Heartbeat {
             container_id: container_id.into(),
+            idempotency_key: idempotency_key.map(str::to_owned),
         };
         match self.call(call).expect("heartbeat") {
             TownReply::Heartbeat(outcome) => outcome,

@@ -15,11 +15,12 @@ fn only_reads_are_not_writes() {
     assert!(reads.iter().all(|call| !town::is_write(call)));
     let writes = [
         TownCall::Evict {
-            container_id: "c".into(),
+            container_id: Some("c".into()),
             reason: None,
         },
         TownCall::Heartbeat {
             container_id: "c".into(),
+            idempotency_key: None,
         },
         TownCall::PutRegistry {
             container_id: "c".into(),
@@ -113,7 +114,7 @@ fn calls_and_replies_survive_json_in_the_documented_shapes() {
         TownCall::GetState,
         TownCall::MayorMessage { message_seq: 9 },
         TownCall::Evict {
-            container_id: "c".into(),
+            container_id: Some("c".into()),
             reason: Some("r".into()),
         },
     ] {
@@ -125,6 +126,7 @@ fn calls_and_replies_survive_json_in_the_documented_shapes() {
     }
     let reply = town.call(TownCall::Heartbeat {
         container_id: "container-a".into(),
+        idempotency_key: None,
     });
     assert!(matches!(&reply, Ok(TownReply::Heartbeat(beat)) if beat.evicted));
     assert_eq!(

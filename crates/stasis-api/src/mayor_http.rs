@@ -1,0 +1,174 @@
+//! Messages for the Mayor, and explicit dispatches of one agent.
+
+use crate::{
+    Objects, body,
+    dispatch::{self, Dispatch},
+    error::ApiError,
+    idempotency,
+    town_http::{town, unexpected},
+};
+use bytes::Bytes;
+use http::{HeaderMap, Response, StatusCode};
+use serde::{Deserialize, Serialize};
+use stasis_domain::{
+    DomainError, Refusal,
+    agent::{AgentCall, AgentReply},
+    event_log::{AppendBatch, NewEvent, ProducerStamp},
+    ids::AgentKey,
+    limits, recall,
+    snapshot::sha256_hex,
+    town::{MayorAction, TownCall, TownReply},
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageBody {
+    text: String,
+}
+
+/// What became of a Mayor message, as the API shows it.
+#[derive(Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+enum MessageView {
+    Deferred,
+    Deliver {
+        session_id: String,
+        container_id: String,
+    },
+    Redispatch {
+        dispatch: Dispatch,
+    },
+}
+
+/// `POST /mayor/message`: persisted first, then delivered, re-dispatched
+/// or deferred. With an `Idempotency-Key`, a retry appends nothing and gets
+/// the same route: the append carries a producer stamp made from the key,
+/// and the town routes a message (by its seq) once.
+pub async fn mayor_message(
+    objects: &impl Objects,
+    town_id: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Response<Bytes>, ApiError> {
+    let wanted: MessageBody = body::parse_json(body)?;
+    check_text(&wanted.text)?;
+    let retry_key = idempotency::key(headers)?;
+    let mayor = match town(objects, town_id, TownCall::GetState).await? {
+        TownReply::State(state) => state.mayor.ok_or_else(|| {
+            ApiError::from(DomainError::NotFound(Refusal::new(
+                "mayor_not_found",
+                format!("town {town_id:?} has no agent with role mayor"),
+            )))
+        })?,
+        other => return Err(unexpected(&other)),
+    };
+    let registry = match town(objects, town_id, TownCall::GetRegistry).await? {
+        TownReply::Registry(registry) => registry,
+        other => return Err(unexpected(&other)),
+    };
+    let session_id = registry
+        .agents
+        .iter()
+        .find(|a| a.rig_id == mayor.rig_id && a.agent_id == mayor.agent_id)
+        .and_then(|a| a.session_id.clone());
+    let key = AgentKey::new(town_id, &mayor.rig_id, &mayor.agent_id)?;
+    let message_id = format!(
+        "stasis-user-{}-{}",
+        objects.now_ms(),
+        &sha256_hex(wanted.text.as_bytes())[..12]
+    );
+    let batch = AppendBatch {
+        events: vec![NewEvent {
+            event_type: recall::USER_MESSAGE_EVENT.to_owned(),
+            session_id,
+            data: recall::user_message_data(&message_id, &wanted.text),
+        }],
+        producer: retry_key.as_deref().map(message_stamp),
+    };
+    let message_seq = match objects.agent(&key, AgentCall::AppendEvents(batch)).await? {
+        AgentReply::Appended(outcome) => outcome.last_seq,
+        other => return Err(unexpected(&other)),
+    };
+    let view = match town(objects, town_id, TownCall::MayorMessage { message_seq }).await? {
+        TownReply::MayorMessage(MayorAction::Deferred) => {
+            return Ok(crate::reply::json(
+                StatusCode::ACCEPTED,
+                &MessageView::Deferred,
+            ));
+        }
+        TownReply::MayorMessage(MayorAction::Deliver {
+            session_id,
+            container_id,
+        }) => MessageView::Deliver {
+            session_id,
+            container_id,
+        },
+        TownReply::MayorMessage(MayorAction::Redispatch { agent }) => MessageView::Redispatch {
+            dispatch: dispatch::build(objects, town_id, &agent, None).await?,
+        },
+        other => return Err(unexpected(&other)),
+    };
+    Ok(crate::reply::json(StatusCode::OK, &view))
+}
+
+/// The producer stamp of a Mayor message sent with `key`: a producer of its
+/// own per key (a hash, so any key fits an id), whose one batch is seq 0.
+fn message_stamp(key: &str) -> ProducerStamp {
+    ProducerStamp {
+        producer_id: format!("mayor-message-{}", &sha256_hex(key.as_bytes())[..32]),
+        producer_seq: 0,
+    }
+}
+
+fn check_text(text: &str) -> Result<(), ApiError> {
+    if text.trim().is_empty() {
+        return Err(ApiError::invalid_request("text must not be empty"));
+    }
+    let limit = limits::MAX_EVENT_BYTES - 1024;
+    if u64::try_from(text.len()).unwrap_or(u64::MAX) > limit {
+        return Err(DomainError::too_large(
+            "message_too_large",
+            format!("a message may hold at most {limit} bytes"),
+            limit,
+        )
+        .into());
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DispatchBody {
+    #[serde(default)]
+    text: Option<String>,
+}
+
+#[derive(Serialize)]
+struct DispatchView {
+    dispatch: Dispatch,
+}
+
+/// `POST /rigs/{rig}/agents/{agent}/dispatch`: refused while draining.
+pub async fn dispatch_agent(
+    objects: &impl Objects,
+    key: &AgentKey,
+    body: &Bytes,
+) -> Result<Response<Bytes>, ApiError> {
+    let wanted: DispatchBody = body::parse_optional_json(body)?;
+    if let Some(text) = &wanted.text {
+        check_text(text)?;
+    }
+    let call = TownCall::Dispatch {
+        rig_id: key.rig.clone(),
+        agent_id: key.agent.clone(),
+    };
+    let agent = match town(objects, &key.town, call).await? {
+        TownReply::Dispatched(agent) => agent,
+        other => return Err(unexpected(&other)),
+    };
+    let dispatch = dispatch::build(objects, &key.town, &agent, wanted.text.as_deref()).await?;
+    Ok(crate::reply::json(
+        StatusCode::OK,
+        &DispatchView { dispatch },
+    ))
+}
