@@ -46,6 +46,7 @@ pub mod http;
 pub mod ids;
 mod progress;
 pub mod retry;
+pub mod sidecar;
 pub mod snapshot;
 pub mod sse;
 pub mod tail;
