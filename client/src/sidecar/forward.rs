@@ -230,13 +230,13 @@ impl Forwarder {
         match error {
             Some(error) => {
                 (self.log)(&format!(
-                    "resync ({:?}) failed, retried with the next one: {error}",
+                    "resync ({}) failed, retried with the next one: {error}",
                     resync.reason
                 ));
                 self.missed_since = Some(since);
             }
             None => (self.log)(&format!(
-                "resync ({:?}): {messages} messages and {parts} parts changed since {since} ms re-sent",
+                "resync ({}): {messages} messages and {parts} parts changed since {since} ms re-sent",
                 resync.reason
             )),
         }

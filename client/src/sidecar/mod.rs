@@ -274,9 +274,10 @@ impl Sidecar {
             log: Arc::clone(&self.log),
             calls,
         };
-        spawn_named("sidecar-reader", move || reader.run())?;
-        spawn_named("sidecar-forwarder", move || forwarder.run())?;
-        spawn_named("sidecar-snapshots", move || snapshotter.run())?;
+        let control = &self.control;
+        spawn_guarded("reader", control, move || reader.run())?;
+        spawn_guarded("forwarder", control, move || forwarder.run())?;
+        spawn_guarded("snapshot", control, move || snapshotter.run())?;
         Ok(Threads {
             _lock: started.lock,
             queue,
@@ -303,12 +304,22 @@ struct Threads {
     snapshots: mpsc::Sender<SnapshotCall>,
 }
 
-fn spawn_named(name: &str, body: impl FnOnce() + Send + 'static) -> Result<()> {
+/// Starts a thread whose panic ends the run (rather than leaving the sidecar up but idle).
+fn spawn_guarded(
+    name: &'static str,
+    control: &Arc<Control>,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<()> {
+    let control = Arc::clone(control);
     std::thread::Builder::new()
-        .name(name.to_owned())
-        .spawn(body)
+        .name(format!("sidecar-{name}"))
+        .spawn(move || {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).is_err() {
+                control.fail(Error::Config(format!("the sidecar's {name} thread panicked")));
+            }
+        })
         .map(drop)
-        .map_err(|e| Error::io(format!("starting the {name} thread"), e))
+        .map_err(|e| Error::io(format!("starting the sidecar's {name} thread"), e))
 }
 
 /// Waits up to `wait` for `db` to exist, then checks that SQLite opens it.

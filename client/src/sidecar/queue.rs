@@ -48,6 +48,17 @@ pub(crate) enum ResyncReason {
     BufferFull,
 }
 
+impl std::fmt::Display for ResyncReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ResyncReason::Start => "start",
+            ResyncReason::Restart => "restart",
+            ResyncReason::Reconnect => "reconnect",
+            ResyncReason::BufferFull => "buffer_full",
+        })
+    }
+}
+
 /// A request to re-read messages that changed since `since_ms`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Resync {

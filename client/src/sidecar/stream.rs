@@ -53,10 +53,13 @@ impl Reader {
         let mut filter = EventFilter::new(DEDUPE_WINDOW);
         let mut resync = self.first.clone();
         let mut failures = 0u32;
+        // Failed attempts to open since the last open stream: the first and every tenth are logged.
+        let mut failed_opens = 0u32;
         let mut connected_once = false;
         while !self.control.is_stopping() {
-            let why = match self.runtime.open_events(self.idle_timeout) {
+            let delay = match self.runtime.open_events(self.idle_timeout) {
                 Ok(body) => {
+                    failed_opens = 0;
                     let opened = Instant::now();
                     self.announce(connected_once, &resync);
                     connected_once = true;
@@ -74,14 +77,24 @@ impl Reader {
                     if opened.elapsed() >= HEALTHY_STREAM {
                         failures = 0;
                     }
-                    format!("lost the runtime's event stream ({})", lost.why)
+                    let delay = policy.delay(failures, None, retry::jitter());
+                    (self.log)(&format!(
+                        "lost the runtime's event stream ({}); reconnecting in {delay:.1?}",
+                        lost.why
+                    ));
+                    delay
                 }
-                Err(e) => format!("cannot open the runtime's event stream: {e}"),
+                Err(e) => {
+                    let delay = policy.delay(failures, None, retry::jitter());
+                    if failed_opens % 10 == 0 {
+                        (self.log)(&format!(
+                            "cannot open the runtime's event stream ({e}); retrying in {delay:.1?}"
+                        ));
+                    }
+                    failed_opens = failed_opens.saturating_add(1);
+                    delay
+                }
             };
-            let delay = policy.delay(failures, None, retry::jitter());
-            if failures == 0 || failures % 10 == 0 {
-                (self.log)(&format!("{why}; reconnecting in {delay:.1?}"));
-            }
             failures = failures.saturating_add(1);
             std::thread::sleep(delay);
         }
@@ -90,7 +103,7 @@ impl Reader {
     fn announce(&self, again: bool, resync: &Resync) {
         let verb = if again { "reconnected to" } else { "connected to" };
         (self.log)(&format!(
-            "{verb} {}/event (resync {:?} since {} ms)",
+            "{verb} {}/event (resync: {} since {} ms)",
             self.runtime.base(),
             resync.reason,
             resync.since_ms
@@ -111,9 +124,7 @@ impl Reader {
             let why = match read {
                 Ok(0) => Some("the runtime closed it".to_owned()),
                 Ok(_) => None,
-                Err(e) if e.kind() == ErrorKind::TimedOut => {
-                    Some(format!("silent for {:?}", self.idle_timeout))
-                }
+                Err(e) if is_timeout(&e) => Some(format!("silent for {:?}", self.idle_timeout)),
                 Err(e) => Some(e.to_string()),
             };
             if let Some(why) = why {
@@ -168,6 +179,15 @@ impl Reader {
             (self.log)(&format!("skipped a stream event: {reason} ({} so far)", before + 1));
         }
     }
+}
+
+/// A read that ended on the idle timeout (ureq reports its own timeout inside the I/O error).
+fn is_timeout(error: &std::io::Error) -> bool {
+    error.kind() == ErrorKind::TimedOut
+        || error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+            .is_some_and(|inner| matches!(inner, ureq::Error::Timeout(_)))
 }
 
 fn skip_rest_of_line(reader: &mut impl BufRead) {
