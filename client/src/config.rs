@@ -123,7 +123,9 @@ pub fn parse_size(text: &str) -> Result<u64> {
         ))
     };
     let text = text.trim();
-    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let value: u64 = text[..digits].parse().map_err(|_| bad())?;
     let unit: u64 = match text[digits..].trim() {
         "" | "B" => 1,

@@ -62,7 +62,11 @@ fn stop_on_signals(stop: StopHandle, log: Log) -> Result<(), Error> {
         .name("sidecar-signals".into())
         .spawn(move || {
             for signal in signals.forever() {
-                let name = if signal == SIGTERM { "SIGTERM" } else { "SIGINT" };
+                let name = if signal == SIGTERM {
+                    "SIGTERM"
+                } else {
+                    "SIGINT"
+                };
                 log(&format!("{name} received"));
                 stop.stop();
             }

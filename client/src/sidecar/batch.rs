@@ -138,7 +138,9 @@ mod tests {
 
     fn event(kind: &str, data_bytes: usize) -> Outgoing {
         let data = serde_json::value::to_raw_value(&"d".repeat(data_bytes)).expect("raw");
-        encode(kind, Some("ses_1"), Some(&data), 1).expect("encodes").0
+        encode(kind, Some("ses_1"), Some(&data), 1)
+            .expect("encodes")
+            .0
     }
 
     #[test]
@@ -166,7 +168,10 @@ mod tests {
         let body = builder.take(u64::MAX).body(&producer).expect("body");
         assert!(body.get().len() <= MAX_BODY_BYTES, "{}", body.get().len());
         assert!(builder.is_empty());
-        assert!(builder.fits(&event("x", 900_000)), "the builder starts over");
+        assert!(
+            builder.fits(&event("x", 900_000)),
+            "the builder starts over"
+        );
         let body: serde_json::Value = serde_json::from_str(body.get()).expect("JSON");
         assert_eq!(body["producer_seq"], u64::MAX);
         assert_eq!(body["events"].as_array().map(Vec::len), Some(4));

@@ -100,7 +100,8 @@ impl Control {
     /// Waits until the flush is done, a fatal error happens or the deadline (which a second
     /// signal may move closer) passes; answers whether the flush is done.
     pub(crate) fn wait_flushed(&self) -> bool {
-        self.wait_until(|s| s.flushed.then_some(true)).unwrap_or(false)
+        self.wait_until(|s| s.flushed.then_some(true))
+            .unwrap_or(false)
     }
 
     /// Like [`Control::wait_flushed`] for the last snapshot: `Some(pushed)` once it ended.
@@ -145,7 +146,10 @@ mod tests {
         assert!(first.is_some_and(|d| d > Instant::now() + Duration::from_secs(30)));
         control.request_stop(Duration::from_secs(60));
         assert!(control.stop_deadline().is_some_and(|d| d <= Instant::now()));
-        assert!(!control.wait_flushed(), "the budget is over: no more waiting");
+        assert!(
+            !control.wait_flushed(),
+            "the budget is over: no more waiting"
+        );
     }
 
     #[test]

@@ -232,7 +232,10 @@ mod tests {
         let twin = r#"{"type":"sync","syncEvent":{"id":"evt_2","type":"session.updated.1","seq":1,"data":{}},"id":"evt_2"}"#;
         assert!(matches!(filter.classify(twin, 0), Verdict::Twin));
         let bus = r#"{"id":"evt_2","type":"session.updated","properties":{"sessionID":"ses_1"}}"#;
-        assert_eq!(forwarded(filter.classify(bus, 0))["type"], "session.updated");
+        assert_eq!(
+            forwarded(filter.classify(bus, 0))["type"],
+            "session.updated"
+        );
         for kind in KEEPALIVES {
             let line = format!(r#"{{"id":"evt_{kind}","type":"{kind}","properties":{{}}}}"#);
             assert!(matches!(filter.classify(&line, 0), Verdict::Keepalive));
@@ -243,12 +246,27 @@ mod tests {
     fn a_repeated_id_is_dropped_within_the_window_only() {
         let mut filter = EventFilter::new(2);
         let event = |id: &str| format!(r#"{{"id":"{id}","type":"x","properties":{{}}}}"#);
-        assert!(matches!(filter.classify(&event("a"), 0), Verdict::Forward { .. }));
-        assert!(matches!(filter.classify(&event("a"), 0), Verdict::Duplicate));
-        assert!(matches!(filter.classify(&event("b"), 0), Verdict::Forward { .. }));
-        assert!(matches!(filter.classify(&event("c"), 0), Verdict::Forward { .. }));
+        assert!(matches!(
+            filter.classify(&event("a"), 0),
+            Verdict::Forward { .. }
+        ));
+        assert!(matches!(
+            filter.classify(&event("a"), 0),
+            Verdict::Duplicate
+        ));
+        assert!(matches!(
+            filter.classify(&event("b"), 0),
+            Verdict::Forward { .. }
+        ));
+        assert!(matches!(
+            filter.classify(&event("c"), 0),
+            Verdict::Forward { .. }
+        ));
         // "a" fell out of the two-id window: memory stays bounded.
-        assert!(matches!(filter.classify(&event("a"), 0), Verdict::Forward { .. }));
+        assert!(matches!(
+            filter.classify(&event("a"), 0),
+            Verdict::Forward { .. }
+        ));
         assert_eq!(filter.recent.order.len(), 2);
     }
 
@@ -264,10 +282,16 @@ mod tests {
             let line = format!(r#"{{"type":"todo.updated","properties":{props}}}"#);
             let value = forwarded(filter.classify(&line, 0));
             assert!(value.get("session_id").is_none(), "{props}");
-            assert_eq!(value["data"], serde_json::from_str::<serde_json::Value>(props).unwrap_or_default());
+            assert_eq!(
+                value["data"],
+                serde_json::from_str::<serde_json::Value>(props).unwrap_or_default()
+            );
         }
         let bare = forwarded(filter.classify(r#"{"type":"server.instance.disposed"}"#, 0));
-        assert_eq!(bare, serde_json::json!({"type": "server.instance.disposed"}));
+        assert_eq!(
+            bare,
+            serde_json::json!({"type": "server.instance.disposed"})
+        );
     }
 
     #[test]
@@ -285,7 +309,10 @@ mod tests {
         let mut filter = EventFilter::new(16);
         let too_long = format!(r#"{{"type":"{}"}}"#, "t".repeat(257));
         for line in ["", "not json", r#"{"properties":{}}"#, r#"[1]"#, &too_long] {
-            assert!(matches!(filter.classify(line, 0), Verdict::Malformed(_)), "{line}");
+            assert!(
+                matches!(filter.classify(line, 0), Verdict::Malformed(_)),
+                "{line}"
+            );
         }
     }
 }

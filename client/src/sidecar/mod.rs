@@ -4,8 +4,8 @@
 //! Four threads:
 //! - the reader ([`stream`]) follows `GET /event`, drops sync twins, keep-alives and repeated
 //!   ids, and queues `{type, session_id, data}` events in a bounded [`queue`];
-//! - the forwarder ([`forward`]) sends them in stamped batches (the stamp state survives a
-//!   restart: [`state`]), retrying forever while stasis is unreachable, and reads the
+//! - the forwarder ([`forward`], [`deliver`]) sends them in stamped batches (the stamp state
+//!   survives a restart: [`state`]), retrying forever while stasis is unreachable, and reads the
 //!   conversation back from the runtime ([`resync`]) where events went missing;
 //! - the snapshot thread ([`snapshots`]) pushes kilo.db when a turn ends and while it changes;
 //! - the caller's thread waits for a stop ([`StopHandle`]), then gives the others the shutdown
@@ -13,6 +13,7 @@
 
 mod batch;
 mod control;
+mod deliver;
 mod event;
 mod forward;
 mod queue;
@@ -156,6 +157,7 @@ impl Sidecar {
 
     fn start(&self, client: &Client) -> Result<Started> {
         let options = &self.options;
+        let started_ms = now_ms();
         check_id("container", &options.container_id)?;
         let lock = DirLock::acquire(&options.state_dir)?;
         let state_file = StateFile::in_dir(&options.state_dir);
@@ -174,7 +176,7 @@ impl Sidecar {
             },
             None => Resync {
                 reason: ResyncReason::Start,
-                since_ms: now_ms(),
+                since_ms: started_ms,
                 gap: None,
             },
         };
@@ -315,7 +317,9 @@ fn spawn_guarded(
         .name(format!("sidecar-{name}"))
         .spawn(move || {
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).is_err() {
-                control.fail(Error::Config(format!("the sidecar's {name} thread panicked")));
+                control.fail(Error::Config(format!(
+                    "the sidecar's {name} thread panicked"
+                )));
             }
         })
         .map(drop)
@@ -338,11 +342,16 @@ fn check_db(db: &Path, wait: Duration) -> Result<()> {
         std::thread::sleep(Duration::from_millis(100));
     }
     let context = || format!("opening the agent's kilo.db {}", db.display());
-    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = rusqlite::Connection::open_with_flags(db, flags)
         .map_err(|e| Error::sqlite(context(), e))?;
     conn.busy_timeout(Duration::from_secs(5))
-        .and_then(|()| conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0)))
+        .and_then(|()| {
+            conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+                r.get::<_, i64>(0)
+            })
+        })
         .map_err(|e| Error::sqlite(context(), e))?;
     Ok(())
 }

@@ -79,7 +79,9 @@ pub(crate) enum Item {
 pub(crate) enum Pushed {
     Queued,
     /// Dropped into the gap; `first` for the first drop of a gap.
-    Dropped { first: bool },
+    Dropped {
+        first: bool,
+    },
     /// The queue is closed (the sidecar is stopping).
     Closed,
 }
@@ -296,14 +298,20 @@ mod tests {
             assert_eq!(queue.push_event(event(n)), Pushed::Queued);
         }
         assert_eq!(queue.push_event(event(10)), Pushed::Dropped { first: true });
-        assert_eq!(queue.push_event(event(11)), Pushed::Dropped { first: false });
+        assert_eq!(
+            queue.push_event(event(11)),
+            Pushed::Dropped { first: false }
+        );
         assert!(!queue.reopen_if_room(), "still full");
         for _ in 0..2 {
             assert!(matches!(queue.next(), Some(Item::Event(_))));
         }
         // Room again, but the gap stays open until the forwarder reopens it: no event may
         // slip in between the dropped ones.
-        assert_eq!(queue.push_event(event(12)), Pushed::Dropped { first: false });
+        assert_eq!(
+            queue.push_event(event(12)),
+            Pushed::Dropped { first: false }
+        );
         assert!(queue.reopen_if_room());
         assert_eq!(queue.push_event(event(13)), Pushed::Queued);
 
@@ -355,7 +363,10 @@ mod tests {
         let Some(Item::Resync(resync)) = queue.next() else {
             panic!("the gap's resync")
         };
-        assert_eq!((resync.reason, resync.since_ms), (ResyncReason::BufferFull, 20));
+        assert_eq!(
+            (resync.reason, resync.since_ms),
+            (ResyncReason::BufferFull, 20)
+        );
         assert_eq!(resync.gap.map(|g| (g.from_ms, g.to_ms)), Some((50, 50)));
     }
 
@@ -370,17 +381,26 @@ mod tests {
             gap: None,
         });
         assert!(queue.next_event_until(soon(), |_| true).is_some());
-        assert!(queue.next_event_until(soon(), |_| true).is_none(), "a marker");
+        assert!(
+            queue.next_event_until(soon(), |_| true).is_none(),
+            "a marker"
+        );
         assert!(matches!(queue.next(), Some(Item::Resync(_))));
         queue.push_event(event(2));
-        assert!(queue.next_event_until(soon(), |_| false).is_none(), "no fit");
+        assert!(
+            queue.next_event_until(soon(), |_| false).is_none(),
+            "no fit"
+        );
         assert!(queue.next_event_until(soon(), |_| true).is_some());
 
         let started = Instant::now();
         queue.close();
         let far = Instant::now() + Duration::from_secs(30);
         assert!(queue.next_event_until(far, |_| true).is_none());
-        assert!(started.elapsed() < Duration::from_secs(5), "a closed queue does not linger");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a closed queue does not linger"
+        );
         assert_eq!(queue.push_event(event(3)), Pushed::Closed);
         assert!(queue.next().is_none());
     }

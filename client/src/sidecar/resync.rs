@@ -144,7 +144,12 @@ fn changed_messages(runtime: &Runtime, since: u64, now_ms: u64) -> Result<Change
     sessions.retain(|s| {
         check_id("session", &s.id).is_ok() && s.time.updated.is_none_or(|u| u >= since as f64)
     });
-    sessions.sort_by(|a, b| a.time.updated.unwrap_or(0.0).total_cmp(&b.time.updated.unwrap_or(0.0)));
+    sessions.sort_by(|a, b| {
+        a.time
+            .updated
+            .unwrap_or(0.0)
+            .total_cmp(&b.time.updated.unwrap_or(0.0))
+    });
     let mut changes = Changes::default();
     for session in sessions {
         for message in runtime.messages(&session.id)? {
@@ -293,12 +298,19 @@ mod tests {
             .iter()
             .filter_map(|e| e["data"]["part"]["id"].as_str())
             .collect();
-        assert_eq!(parts, ["s", "c"], "the streaming text part is left to the stream");
+        assert_eq!(
+            parts,
+            ["s", "c"],
+            "the streaming text part is left to the stream"
+        );
         let failed = message(
             r#"{"id":"a","role":"assistant","time":{"created":600},"error":{"name":"x"}}"#,
             &[],
         );
-        assert!(resent(&failed, 1000).is_empty(), "an error finishes a reply");
+        assert!(
+            resent(&failed, 1000).is_empty(),
+            "an error finishes a reply"
+        );
     }
 
     #[test]

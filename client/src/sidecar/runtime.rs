@@ -48,10 +48,10 @@ impl Runtime {
     /// The runtime at `url` (`http://host:port`, no query).
     pub(crate) fn new(url: &str) -> Result<Self> {
         let base = url.trim().trim_end_matches('/');
-        let valid = ["http://", "https://"]
-            .iter()
-            .any(|scheme| base.strip_prefix(scheme).is_some_and(|rest| !rest.is_empty()))
-            && !base.contains(['?', '#', ' ']);
+        let valid = ["http://", "https://"].iter().any(|scheme| {
+            base.strip_prefix(scheme)
+                .is_some_and(|rest| !rest.is_empty())
+        }) && !base.contains(['?', '#', ' ']);
         if !valid {
             return Err(Error::Config(format!(
                 "the runtime URL must be http(s)://host:port, got {url:?}"
@@ -186,7 +186,10 @@ mod tests {
         let runtime = Runtime::new(&format!("http://127.0.0.1:{port}")).ok();
         let started = Instant::now();
         let result = runtime.map(|r| r.wait_healthy(Duration::from_millis(300)));
-        assert!(matches!(result, Some(Err(Error::Runtime { .. }))), "{result:?}");
+        assert!(
+            matches!(result, Some(Err(Error::Runtime { .. }))),
+            "{result:?}"
+        );
         assert!(started.elapsed() < Duration::from_secs(10));
     }
 }

@@ -31,7 +31,7 @@ pub(crate) fn fit(data: &RawValue, room: usize) -> Result<Box<RawValue>, String>
         .map(str::to_owned);
     let mut strings = Vec::new();
     collect_strings(&value, &mut String::new(), &mut strings);
-    strings.sort_by(|a, b| b.0.cmp(&a.0));
+    strings.sort_by_key(|s| std::cmp::Reverse(s.0));
     let mut size = original;
     for (len, pointer) in strings {
         if size <= room {
@@ -66,7 +66,9 @@ fn collect_strings(value: &Value, pointer: &mut String, out: &mut Vec<(usize, St
         Value::String(text) => out.push((text.len(), pointer.clone())),
         Value::Array(items) => {
             for (index, item) in items.iter().enumerate() {
-                descend(pointer, &index.to_string(), |p| collect_strings(item, p, out));
+                descend(pointer, &index.to_string(), |p| {
+                    collect_strings(item, p, out)
+                });
             }
         }
         Value::Object(map) => {
@@ -136,14 +138,22 @@ mod tests {
             "part": {"type": "tool", "state": {"output": big, "title": "ls"}},
         });
         let fitted = fit(&raw(&data), MAX_DATA_BYTES).expect("fits");
-        assert!(fitted.get().len() <= MAX_DATA_BYTES, "{}", fitted.get().len());
+        assert!(
+            fitted.get().len() <= MAX_DATA_BYTES,
+            "{}",
+            fitted.get().len()
+        );
         let value: Value = serde_json::from_str(fitted.get()).expect("JSON");
         assert_eq!(value["sessionID"], "ses_1");
         assert_eq!(value["part"]["state"]["title"], "ls");
         let output = value["part"]["state"]["output"].as_str().expect("string");
         let kept = output.find('…').expect("a marker");
         assert!(kept > MAX_DATA_BYTES - 4096, "most of it is kept: {kept}");
-        assert!(output.ends_with(&marker(kept, 2 * MAX_EVENT_BYTES)), "{}", &output[kept..]);
+        assert!(
+            output.ends_with(&marker(kept, 2 * MAX_EVENT_BYTES)),
+            "{}",
+            &output[kept..]
+        );
     }
 
     #[test]

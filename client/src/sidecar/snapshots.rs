@@ -151,7 +151,12 @@ impl Snapshotter {
         let dir = tempfile::Builder::new()
             .prefix("snapshot-")
             .tempdir_in(&self.work_dir)
-            .map_err(|e| Error::io(format!("creating a directory in {}", self.work_dir.display()), e))?;
+            .map_err(|e| {
+                Error::io(
+                    format!("creating a directory in {}", self.work_dir.display()),
+                    e,
+                )
+            })?;
         let copy = dir.path().join("kilo.db");
         let left = deadline.saturating_duration_since(Instant::now());
         let options = BackupOptions {
@@ -171,7 +176,8 @@ impl Snapshotter {
             deadline: Some(deadline),
             ..PushOptions::default()
         };
-        let receipt = snapshot::upload_file(&self.client, &self.agent, &copy, &sha256, size, &options)?;
+        let receipt =
+            snapshot::upload_file(&self.client, &self.agent, &copy, &sha256, size, &options)?;
         pushed.server_sha = Some(Some(receipt.sha256.clone()));
         Ok(Some(receipt))
     }
@@ -179,7 +185,9 @@ impl Snapshotter {
     /// `HEAD /db-snapshot`: the sha256 stasis holds (`None` when none, or when unknown).
     fn server_sha(&self, deadline: Instant) -> Option<String> {
         let url = self.client.config().url(&self.agent.path("/db-snapshot"));
-        let request = self.client.prepare(self.client.agent().head(url), Some(deadline));
+        let request = self
+            .client
+            .prepare(self.client.agent().head(url), Some(deadline));
         let response = request.call().ok()?;
         if !response.status().is_success() {
             return None;
@@ -215,7 +223,8 @@ mod tests {
         let db = dir.path().join("kilo.db");
         assert!(fingerprint(&db).is_none(), "no database yet");
         let conn = rusqlite::Connection::open(&db).expect("open");
-        conn.pragma_update(None, "journal_mode", "wal").expect("wal");
+        conn.pragma_update(None, "journal_mode", "wal")
+            .expect("wal");
         conn.execute_batch("CREATE TABLE t (x)").expect("schema");
         let before = fingerprint(&db).expect("a database");
         let _: i64 = conn

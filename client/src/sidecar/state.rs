@@ -113,9 +113,8 @@ impl StateFile {
 
     /// Replaces the file with `state`, atomically and durably.
     pub(crate) fn save(&self, state: &ProducerState) -> Result<()> {
-        let bytes = serde_json::to_vec(state).map_err(|e| {
-            Error::Config(format!("encoding the sidecar state: {e}"))
-        })?;
+        let bytes = serde_json::to_vec(state)
+            .map_err(|e| Error::Config(format!("encoding the sidecar state: {e}")))?;
         let mut file = AtomicFile::create(&self.path)?;
         file.write_all(&bytes)
             .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;

@@ -86,7 +86,7 @@ impl Reader {
                 }
                 Err(e) => {
                     let delay = policy.delay(failures, None, retry::jitter());
-                    if failed_opens % 10 == 0 {
+                    if failed_opens.is_multiple_of(10) {
                         (self.log)(&format!(
                             "cannot open the runtime's event stream ({e}); retrying in {delay:.1?}"
                         ));
@@ -101,7 +101,11 @@ impl Reader {
     }
 
     fn announce(&self, again: bool, resync: &Resync) {
-        let verb = if again { "reconnected to" } else { "connected to" };
+        let verb = if again {
+            "reconnected to"
+        } else {
+            "connected to"
+        };
         (self.log)(&format!(
             "{verb} {}/event (resync: {} since {} ms)",
             self.runtime.base(),
@@ -174,9 +178,15 @@ impl Reader {
     }
 
     fn malformed(&self, reason: &str) {
-        let before = self.stats.malformed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if before % 100 == 0 {
-            (self.log)(&format!("skipped a stream event: {reason} ({} so far)", before + 1));
+        let before = self
+            .stats
+            .malformed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if before.is_multiple_of(100) {
+            (self.log)(&format!(
+                "skipped a stream event: {reason} ({} so far)",
+                before + 1
+            ));
         }
     }
 }

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use fake_kilo::FakeKilo;
-use harness::{SidecarProcess, Setup, Stasis};
+use harness::{Setup, SidecarProcess, Stasis};
 
 use crate::helpers::create_db;
 
@@ -41,7 +41,9 @@ impl Rig {
     /// Everything up.
     pub fn new() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let db = dir.path().join("agent-home-mayor/.local/share/kilo/kilo.db");
+        let db = dir
+            .path()
+            .join("agent-home-mayor/.local/share/kilo/kilo.db");
         create_db(&db, 50, "wal");
         Rig {
             stasis: Stasis::start(&dir.path().join("stasis")),
@@ -54,7 +56,12 @@ impl Rig {
 
     /// How the sidecar is started against this rig.
     pub fn setup(&self) -> Setup<'_> {
-        Setup::new(&self.stasis.base, &self.kilo.base, &self.db, &self.state_dir)
+        Setup::new(
+            &self.stasis.base,
+            &self.kilo.base,
+            &self.db,
+            &self.state_dir,
+        )
     }
 
     /// Starts the sidecar with `flags` and waits until it follows the runtime's stream.

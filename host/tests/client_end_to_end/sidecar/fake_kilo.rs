@@ -6,7 +6,10 @@
 //! turn does. `GET /global/health` answers 200. Only std and serde_json, so that the bench can
 //! include this file with `#[path]`.
 
-#![allow(dead_code, reason = "the tests and the measurement use different parts")]
+#![allow(
+    dead_code,
+    reason = "the tests and the measurement use different parts"
+)]
 #![allow(clippy::expect_used, reason = "test scaffolding fails loudly")]
 
 use std::collections::BTreeMap;
@@ -110,7 +113,10 @@ impl FakeKilo {
     pub fn wait_connections(&self, n: u64, within: Duration) {
         let until = Instant::now() + within;
         while self.connections() < n {
-            assert!(Instant::now() < until, "the sidecar never opened /event ({n})");
+            assert!(
+                Instant::now() < until,
+                "the sidecar never opened /event ({n})"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -132,7 +138,10 @@ impl FakeKilo {
     pub fn store(&self, session: &str, message: Message) {
         let mut sessions = self.shared.sessions.lock().expect("sessions");
         let messages = sessions.entry(session.to_owned()).or_default();
-        match messages.iter_mut().find(|m| m.info["id"] == message.info["id"]) {
+        match messages
+            .iter_mut()
+            .find(|m| m.info["id"] == message.info["id"])
+        {
             Some(old) => *old = message,
             None => messages.push(message),
         }
@@ -144,37 +153,81 @@ impl FakeKilo {
         let (user, reply) = (self.new_id("msg"), self.new_id("msg"));
         let (user_part, reply_part) = (self.new_id("prt"), self.new_id("prt"));
         let started = now_ms();
-        let user_info = json!({"id": user, "sessionID": session, "role": "user", "time": {"created": started}});
+        let user_info =
+            json!({"id": user, "sessionID": session, "role": "user", "time": {"created": started}});
         let user_text_part = json!({"id": user_part, "sessionID": session, "messageID": user,
             "type": "text", "text": user_text});
-        self.store(session, Message { info: user_info.clone(), parts: vec![user_text_part.clone()] });
+        self.store(
+            session,
+            Message {
+                info: user_info.clone(),
+                parts: vec![user_text_part.clone()],
+            },
+        );
         let mut sent = 0;
         let mut emit = |kind: &str, properties: Value| {
             self.emit(kind, properties);
             sent += 1;
         };
-        emit("message.updated", json!({"sessionID": session, "info": user_info}));
-        emit("message.part.updated", json!({"sessionID": session, "part": user_text_part, "time": started}));
-        emit("session.status", json!({"sessionID": session, "status": {"type": "busy"}}));
+        emit(
+            "message.updated",
+            json!({"sessionID": session, "info": user_info}),
+        );
+        emit(
+            "message.part.updated",
+            json!({"sessionID": session, "part": user_text_part, "time": started}),
+        );
+        emit(
+            "session.status",
+            json!({"sessionID": session, "status": {"type": "busy"}}),
+        );
         let mut reply_info = json!({"id": reply, "sessionID": session, "role": "assistant",
             "time": {"created": now_ms()}});
-        emit("message.updated", json!({"sessionID": session, "info": reply_info}));
+        emit(
+            "message.updated",
+            json!({"sessionID": session, "info": reply_info}),
+        );
         let mut text_part = json!({"id": reply_part, "sessionID": session, "messageID": reply,
             "type": "text", "text": "", "time": {"start": now_ms()}});
-        emit("message.part.updated", json!({"sessionID": session, "part": text_part, "time": now_ms()}));
+        emit(
+            "message.part.updated",
+            json!({"sessionID": session, "part": text_part, "time": now_ms()}),
+        );
         for (i, word) in reply_text.split(' ').enumerate() {
-            let delta = if i == 0 { word.to_owned() } else { format!(" {word}") };
-            emit("message.part.delta", json!({"sessionID": session, "messageID": reply,
-                "partID": reply_part, "field": "text", "delta": delta}));
+            let delta = if i == 0 {
+                word.to_owned()
+            } else {
+                format!(" {word}")
+            };
+            emit(
+                "message.part.delta",
+                json!({"sessionID": session, "messageID": reply,
+                "partID": reply_part, "field": "text", "delta": delta}),
+            );
         }
         text_part["text"] = json!(reply_text);
         text_part["time"]["end"] = json!(now_ms());
-        emit("message.part.updated", json!({"sessionID": session, "part": text_part, "time": now_ms()}));
+        emit(
+            "message.part.updated",
+            json!({"sessionID": session, "part": text_part, "time": now_ms()}),
+        );
         reply_info["time"]["completed"] = json!(now_ms());
         reply_info["finish"] = json!("stop");
-        self.store(session, Message { info: reply_info.clone(), parts: vec![text_part] });
-        emit("message.updated", json!({"sessionID": session, "info": reply_info}));
-        emit("session.status", json!({"sessionID": session, "status": {"type": "idle"}}));
+        self.store(
+            session,
+            Message {
+                info: reply_info.clone(),
+                parts: vec![text_part],
+            },
+        );
+        emit(
+            "message.updated",
+            json!({"sessionID": session, "info": reply_info}),
+        );
+        emit(
+            "session.status",
+            json!({"sessionID": session, "status": {"type": "idle"}}),
+        );
         emit("session.idle", json!({"sessionID": session}));
         sent
     }
@@ -206,15 +259,27 @@ fn serve(shared: &Shared, mut stream: TcpStream) {
         ["event"] => return open_stream(shared, stream),
         ["session"] => {
             let sessions = shared.sessions.lock().expect("sessions");
-            Value::Array(sessions.iter().map(|(id, messages)| session_json(id, messages)).collect())
+            Value::Array(
+                sessions
+                    .iter()
+                    .map(|(id, messages)| session_json(id, messages))
+                    .collect(),
+            )
         }
         ["session", id, "message"] => {
             let sessions = shared.sessions.lock().expect("sessions");
             let messages = sessions.get(*id).cloned().unwrap_or_default();
-            Value::Array(messages.into_iter().map(|m| json!({"info": m.info, "parts": m.parts})).collect())
+            Value::Array(
+                messages
+                    .into_iter()
+                    .map(|m| json!({"info": m.info, "parts": m.parts}))
+                    .collect(),
+            )
         }
         _ => {
-            let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = stream.write_all(
+                b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
             return;
         }
     };
@@ -223,11 +288,15 @@ fn serve(shared: &Shared, mut stream: TcpStream) {
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes()));
+    let _ = stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(body.as_bytes()));
 }
 
 fn session_json(id: &str, messages: &[Message]) -> Value {
-    let times = messages.iter().filter_map(|m| m.info["time"]["created"].as_u64());
+    let times = messages
+        .iter()
+        .filter_map(|m| m.info["time"]["created"].as_u64());
     let updated = messages
         .iter()
         .filter_map(|m| m.info["time"]["completed"].as_u64())

@@ -12,7 +12,8 @@ use stasis_client::sidecar::RESYNC_EVENT;
 
 fn emit_numbers(rig: &Rig, numbers: std::ops::Range<u64>) {
     for n in numbers {
-        rig.kilo.emit("test.n", json!({"sessionID": "ses_a", "n": n}));
+        rig.kilo
+            .emit("test.n", json!({"sessionID": "ses_a", "n": n}));
     }
 }
 
@@ -33,10 +34,14 @@ fn each_event_is_stored_once_in_order_without_twins_keepalives_or_repeats() {
             rig.kilo.emit_with_id(&id, "test.n", &properties);
         }
     }
-    rig.kilo.emit("test.session", json!({"sessionID": "bad/id", "k": 1}));
+    rig.kilo
+        .emit("test.session", json!({"sessionID": "bad/id", "k": 1}));
     rig.kilo.emit("test.session", json!({"k": 2}));
     let big = "x".repeat(3 * 1024 * 1024);
-    rig.kilo.emit("test.big", json!({"sessionID": "ses_a", "part": {"text": big}}));
+    rig.kilo.emit(
+        "test.big",
+        json!({"sessionID": "ses_a", "part": {"text": big}}),
+    );
     emit_numbers(&rig, 300..301);
 
     let log = wait_for_log(&rig.stasis.base, PATIENCE, numbers_at_least(301));
@@ -46,17 +51,33 @@ fn each_event_is_stored_once_in_order_without_twins_keepalives_or_repeats() {
     }
     assert_eq!(log[0]["type"], RESYNC_EVENT);
     assert_eq!(log[0]["data"]["reason"], "start");
-    assert!(of_type(&log, "test.n").iter().all(|e| e["session_id"] == "ses_a"));
+    assert!(
+        of_type(&log, "test.n")
+            .iter()
+            .all(|e| e["session_id"] == "ses_a")
+    );
     let odd = of_type(&log, "test.session");
     assert_eq!(odd.len(), 2);
     assert!(odd.iter().all(|e| e["session_id"].is_null()), "{odd:?}");
-    assert_eq!(odd[0]["data"], json!({"sessionID": "bad/id", "k": 1}), "data is verbatim");
+    assert_eq!(
+        odd[0]["data"],
+        json!({"sessionID": "bad/id", "k": 1}),
+        "data is verbatim"
+    );
 
     let big = of_type(&log, "test.big");
     let text = big[0]["data"]["part"]["text"].as_str().expect("the text");
-    assert!(text.len() < 1024 * 1024 && text.len() > 1_000_000, "{}", text.len());
+    assert!(
+        text.len() < 1024 * 1024 && text.len() > 1_000_000,
+        "{}",
+        text.len()
+    );
     assert!(text.starts_with("xxxx"));
-    assert!(text.ends_with(&format!("of {} bytes]", 3 * 1024 * 1024)), "{}", &text[text.len() - 80..]);
+    assert!(
+        text.ends_with(&format!("of {} bytes]", 3 * 1024 * 1024)),
+        "{}",
+        &text[text.len() - 80..]
+    );
 
     sidecar.signal("TERM");
     let exit = sidecar.wait_exit(PATIENCE);
@@ -93,8 +114,15 @@ fn stasis_killed_and_restarted_mid_stream_loses_nothing_and_stores_nothing_twice
     sidecar.signal("TERM");
     let exit = sidecar.wait_exit(PATIENCE);
     assert_eq!(exit.code, Some(0), "{}", exit.stderr);
-    assert!(exit.stderr.contains("stasis unreachable"), "{}", exit.stderr);
-    assert_eq!(test_numbers(&read_log(&rig.stasis.base)).len() as u64, total);
+    assert!(
+        exit.stderr.contains("stasis unreachable"),
+        "{}",
+        exit.stderr
+    );
+    assert_eq!(
+        test_numbers(&read_log(&rig.stasis.base)).len() as u64,
+        total
+    );
 }
 
 #[test]
@@ -116,9 +144,15 @@ fn a_sidecar_killed_with_its_batch_unacknowledged_resends_that_stamp_and_reuses_
     emit_numbers(&rig, 10..15);
     wait_for_log(&rig.stasis.base, PATIENCE, numbers_at_least(15));
     let state_file = rig.state_dir.join("producer.json");
-    let before: Value = serde_json::from_slice(&std::fs::read(&state_file).expect("state")).expect("JSON");
-    let in_flight = before["in_flight"]["seq"].as_u64().expect("a batch in flight");
-    assert_eq!(before["in_flight"]["events"].as_array().map(Vec::len), Some(5));
+    let before: Value =
+        serde_json::from_slice(&std::fs::read(&state_file).expect("state")).expect("JSON");
+    let in_flight = before["in_flight"]["seq"]
+        .as_u64()
+        .expect("a batch in flight");
+    assert_eq!(
+        before["in_flight"]["events"].as_array().map(Vec::len),
+        Some(5)
+    );
     first.signal("KILL");
     first.wait_exit(PATIENCE);
     proxy.swallow_answers(false);
@@ -138,8 +172,12 @@ fn a_sidecar_killed_with_its_batch_unacknowledged_resends_that_stamp_and_reuses_
     second.signal("TERM");
     let exit = second.wait_exit(PATIENCE);
     assert_eq!(exit.code, Some(0), "{}", exit.stderr);
-    assert_eq!(exit.summary["duplicates"], 1, "the re-sent stamp was recognised");
-    let after: Value = serde_json::from_slice(&std::fs::read(&state_file).expect("state")).expect("JSON");
+    assert_eq!(
+        exit.summary["duplicates"], 1,
+        "the re-sent stamp was recognised"
+    );
+    let after: Value =
+        serde_json::from_slice(&std::fs::read(&state_file).expect("state")).expect("JSON");
     assert_eq!(after["producer_id"], before["producer_id"]);
     assert!(after["next_seq"].as_u64() > Some(in_flight + 1), "{after}");
 }

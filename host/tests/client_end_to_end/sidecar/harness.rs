@@ -45,7 +45,12 @@ impl Stasis {
     /// (Re)starts the process on the same port and data, and waits until it answers.
     pub fn restart(&mut self) {
         let child = Command::new(env!("CARGO_BIN_EXE_stasis"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{}", self.port), "--data-dir"])
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{}", self.port),
+                "--data-dir",
+            ])
             .arg(&self.data_dir)
             .env("STASIS_SECRET", SECRET)
             .env("STASIS_LOG", "error")
@@ -56,7 +61,11 @@ impl Stasis {
         self.child = Some(child);
         let until = Instant::now() + Duration::from_secs(30);
         while ureq::get(format!("{}/healthz", self.base)).call().is_err() {
-            assert!(Instant::now() < until, "stasis did not come up on {}", self.port);
+            assert!(
+                Instant::now() < until,
+                "stasis did not come up on {}",
+                self.port
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -127,7 +136,12 @@ pub struct Setup<'a> {
 }
 
 impl<'a> Setup<'a> {
-    pub fn new(stasis_url: &'a str, runtime_url: &'a str, db: &'a Path, state_dir: &'a Path) -> Self {
+    pub fn new(
+        stasis_url: &'a str,
+        runtime_url: &'a str,
+        db: &'a Path,
+        state_dir: &'a Path,
+    ) -> Self {
         Setup {
             stasis_url,
             runtime_url,
@@ -164,7 +178,12 @@ impl SidecarProcess {
     pub fn spawn(setup: &Setup<'_>) -> Self {
         let mut child = Command::new(sidecar_binary())
             .args(["sidecar", "--town", TOWN, "--rig", RIG, "--agent", AGENT])
-            .args(["--runtime-url", setup.runtime_url, "--container-id", setup.container_id])
+            .args([
+                "--runtime-url",
+                setup.runtime_url,
+                "--container-id",
+                setup.container_id,
+            ])
             .arg("--db")
             .arg(setup.db)
             .arg("--state-dir")
@@ -203,7 +222,11 @@ impl SidecarProcess {
     pub fn wait_for_line(&self, text: &str, within: Duration) {
         let until = Instant::now() + within;
         while !self.stderr().contains(text) {
-            assert!(Instant::now() < until, "no {text:?} on stderr:\n{}", self.stderr());
+            assert!(
+                Instant::now() < until,
+                "no {text:?} on stderr:\n{}",
+                self.stderr()
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -226,7 +249,10 @@ impl SidecarProcess {
             }
             if started.elapsed() > within {
                 let _ = self.child.kill();
-                panic!("the sidecar did not exit within {within:?}:\n{}", self.stderr());
+                panic!(
+                    "the sidecar did not exit within {within:?}:\n{}",
+                    self.stderr()
+                );
             }
             std::thread::sleep(Duration::from_millis(10));
         };

@@ -16,16 +16,24 @@ fn sigterm_flushes_what_is_held_pushes_a_last_snapshot_and_exits_zero() {
     // A long linger: the events stay in the sidecar until the signal.
     let sidecar = rig.sidecar(&["--linger", "60s", "--snapshot-interval", "1h"]);
     for n in 0..20 {
-        rig.kilo.emit("test.n", json!({"sessionID": "ses_a", "n": n}));
+        rig.kilo
+            .emit("test.n", json!({"sessionID": "ses_a", "n": n}));
     }
     append_rows(&rig.db, 7);
     std::thread::sleep(Duration::from_secs(1));
-    assert!(test_numbers(&read_log(&rig.stasis.base)).is_empty(), "still held");
+    assert!(
+        test_numbers(&read_log(&rig.stasis.base)).is_empty(),
+        "still held"
+    );
 
     sidecar.signal("TERM");
     let exit = sidecar.wait_exit(PATIENCE);
     assert_eq!(exit.code, Some(0), "{}", exit.stderr);
-    assert!(exit.took < Duration::from_secs(30), "the signal ended the linger: {:?}", exit.took);
+    assert!(
+        exit.took < Duration::from_secs(30),
+        "the signal ended the linger: {:?}",
+        exit.took
+    );
     let log = read_log(&rig.stasis.base);
     assert_eq!(test_numbers(&log), (0..20).collect::<Vec<_>>());
     let (status, version, watermark) = snapshot_head(&rig.stasis.base);
@@ -42,14 +50,28 @@ fn a_stop_that_cannot_reach_stasis_within_the_budget_exits_with_its_own_code() {
     let sidecar = rig.sidecar(&["--shutdown-budget", "2s"]);
     wait_for_log(&rig.stasis.base, PATIENCE, |log| !log.is_empty());
     rig.stasis.kill_hard();
-    rig.kilo.emit("test.n", json!({"sessionID": "ses_a", "n": 0}));
+    rig.kilo
+        .emit("test.n", json!({"sessionID": "ses_a", "n": 0}));
     std::thread::sleep(Duration::from_millis(300));
     sidecar.signal("TERM");
     let exit = sidecar.wait_exit(PATIENCE);
-    assert_eq!(exit.code, Some(i32::from(exit::OVER_BUDGET)), "{}", exit.stderr);
+    assert_eq!(
+        exit.code,
+        Some(i32::from(exit::OVER_BUDGET)),
+        "{}",
+        exit.stderr
+    );
     assert!(exit.took < Duration::from_secs(10), "{:?}", exit.took);
-    assert!(exit.stderr.contains("were not forwarded"), "{}", exit.stderr);
-    assert!(exit.stderr.contains("the last snapshot was not pushed"), "{}", exit.stderr);
+    assert!(
+        exit.stderr.contains("were not forwarded"),
+        "{}",
+        exit.stderr
+    );
+    assert!(
+        exit.stderr.contains("the last snapshot was not pushed"),
+        "{}",
+        exit.stderr
+    );
     assert_eq!(exit.summary["outcome"], "over_budget");
 }
 
@@ -78,10 +100,17 @@ fn a_sidecar_that_cannot_work_refuses_to_start_with_a_clear_message() {
     assert!(stderr.contains("401 unauthorized"), "{stderr}");
 
     let junk = rig.state_dir.with_file_name("junk.db");
-    std::fs::write(&junk, b"this is not a database, it only has the name of one").expect("junk");
+    std::fs::write(
+        &junk,
+        b"this is not a database, it only has the name of one",
+    )
+    .expect("junk");
     let (code, stderr) = refused_start(&rig, |s| s.db = &junk);
     assert_eq!(code, Some(i32::from(exit::LOCAL)), "{stderr}");
-    assert!(stderr.contains("junk.db") && stderr.contains("not a database"), "{stderr}");
+    assert!(
+        stderr.contains("junk.db") && stderr.contains("not a database"),
+        "{stderr}"
+    );
 
     let missing = rig.state_dir.with_file_name("missing.db");
     let (code, stderr) = refused_start(&rig, |s| s.db = &missing);

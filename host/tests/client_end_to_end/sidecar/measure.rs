@@ -47,7 +47,9 @@ pub fn measure_forwarding(
     }
     let mut last = 0;
     while last < burst {
-        let (kind, n, _) = arrivals.recv_timeout(Duration::from_secs(120)).expect("the burst arrives");
+        let (kind, n, _) = arrivals
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the burst arrives");
         if kind == "bench.burst" {
             last = n + 1;
         }
@@ -61,14 +63,19 @@ pub fn measure_forwarding(
             for n in 0..paced {
                 let due = epoch.elapsed();
                 let at = u64::try_from(due.as_micros()).unwrap_or(u64::MAX);
-                kilo.emit("bench.paced", json!({"sessionID": "ses_bench", "n": n, "at_us": at}));
+                kilo.emit(
+                    "bench.paced",
+                    json!({"sessionID": "ses_bench", "n": n, "at_us": at}),
+                );
                 std::thread::sleep(interval);
             }
         }
     });
     let mut delays = Vec::new();
     while (delays.len() as u64) < paced {
-        let (kind, _, delay) = arrivals.recv_timeout(Duration::from_secs(120)).expect("paced events arrive");
+        let (kind, _, delay) = arrivals
+            .recv_timeout(Duration::from_secs(120))
+            .expect("paced events arrive");
         if kind == "bench.paced" {
             delays.push(delay);
         }
@@ -117,7 +124,9 @@ fn follow(
             let event: Value = serde_json::from_str(data).unwrap_or_default();
             let kind = event["type"].as_str().unwrap_or_default().to_owned();
             let n = event["data"]["n"].as_u64().unwrap_or(0);
-            let delay = event["data"]["at_us"].as_u64().map_or(0, |at| now.saturating_sub(at));
+            let delay = event["data"]["at_us"]
+                .as_u64()
+                .map_or(0, |at| now.saturating_sub(at));
             if send.send((kind, n, delay)).is_err() {
                 return;
             }

@@ -26,7 +26,10 @@ fn turns(rig: &Rig) -> Vec<(String, String)> {
 }
 
 fn turn_pairs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(r, c)| ((*r).to_owned(), (*c).to_owned())).collect()
+    pairs
+        .iter()
+        .map(|(r, c)| ((*r).to_owned(), (*c).to_owned()))
+        .collect()
 }
 
 fn resyncs<'l>(log: &'l [Value], reason: &str) -> Vec<&'l Value> {
@@ -41,22 +44,33 @@ fn a_lost_stream_is_reopened_and_what_it_missed_is_read_back_from_the_runtime() 
     let rig = Rig::new();
     let sidecar = rig.sidecar(&[]);
     rig.kilo.turn("ses_a", "first question", "first answer");
-    wait_for_log(&rig.stasis.base, PATIENCE, |log| !of_type(log, "session.idle").is_empty());
+    wait_for_log(&rig.stasis.base, PATIENCE, |log| {
+        !of_type(log, "session.idle").is_empty()
+    });
 
     // The runtime restarts: the stream drops, a turn runs while nobody listens (kilo does not
     // replay it), and connections are refused for a while.
     rig.kilo.refuse(true);
     rig.kilo.drop_streams();
-    rig.kilo.turn("ses_a", "asked while the stream was down", "answered to nobody");
+    rig.kilo.turn(
+        "ses_a",
+        "asked while the stream was down",
+        "answered to nobody",
+    );
     std::thread::sleep(Duration::from_millis(500));
     rig.kilo.refuse(false);
     rig.kilo.wait_connections(2, PATIENCE);
-    rig.kilo.emit("test.n", json!({"sessionID": "ses_a", "n": 1}));
+    rig.kilo
+        .emit("test.n", json!({"sessionID": "ses_a", "n": 1}));
 
     let log = wait_for_log(&rig.stasis.base, PATIENCE, |log| test_numbers(log) == [1]);
     let reconnects = resyncs(&log, "reconnect");
     assert_eq!(reconnects.len(), 1, "{reconnects:?}");
-    assert!(reconnects[0]["data"]["messages"].as_u64() >= Some(2), "{}", reconnects[0]);
+    assert!(
+        reconnects[0]["data"]["messages"].as_u64() >= Some(2),
+        "{}",
+        reconnects[0]
+    );
     assert_eq!(
         turns(&rig),
         turn_pairs(&[
@@ -70,7 +84,11 @@ fn a_lost_stream_is_reopened_and_what_it_missed_is_read_back_from_the_runtime() 
     let exit = sidecar.wait_exit(PATIENCE);
     assert_eq!(exit.code, Some(0), "{}", exit.stderr);
     assert_eq!(exit.summary["reconnects"], 1);
-    assert!(exit.stderr.contains("lost the runtime's event stream"), "{}", exit.stderr);
+    assert!(
+        exit.stderr.contains("lost the runtime's event stream"),
+        "{}",
+        exit.stderr
+    );
 }
 
 #[test]
@@ -87,15 +105,22 @@ fn a_silent_stream_counts_as_dead_and_is_reopened() {
 fn a_full_buffer_drops_then_records_the_gap_and_reads_the_conversation_back() {
     let mut rig = Rig::new();
     let sidecar = rig.sidecar(&["--buffer-events", "20"]);
-    wait_for_log(&rig.stasis.base, PATIENCE, |log| !resyncs(log, "start").is_empty());
+    wait_for_log(&rig.stasis.base, PATIENCE, |log| {
+        !resyncs(log, "start").is_empty()
+    });
     rig.stasis.kill_hard();
 
     let mut emitted: u64 = 0;
     for n in 0..60 {
-        rig.kilo.emit("test.n", json!({"sessionID": "ses_a", "n": n}));
+        rig.kilo
+            .emit("test.n", json!({"sessionID": "ses_a", "n": n}));
         emitted += 1;
     }
-    emitted += rig.kilo.turn("ses_a", "asked during the outage", "answered during the outage") as u64;
+    emitted += rig.kilo.turn(
+        "ses_a",
+        "asked during the outage",
+        "answered during the outage",
+    ) as u64;
     sidecar.wait_for_line("the buffer is full", PATIENCE);
     rig.stasis.restart();
 
@@ -103,18 +128,28 @@ fn a_full_buffer_drops_then_records_the_gap_and_reads_the_conversation_back() {
         !resyncs(log, "buffer_full").is_empty()
     });
     let forwarded = test_numbers(&log);
-    assert!(forwarded.len() >= 20, "the buffer held 20, and one batch was in flight");
+    assert!(
+        forwarded.len() >= 20,
+        "the buffer held 20, and one batch was in flight"
+    );
     assert_eq!(forwarded, (0..forwarded.len() as u64).collect::<Vec<_>>());
     let gaps = of_type(&log, GAP_EVENT);
     assert_eq!(gaps.len(), 1);
     let gap = &gaps[0]["data"];
-    assert_eq!(gap["dropped_events"].as_u64(), Some(emitted - forwarded.len() as u64));
+    assert_eq!(
+        gap["dropped_events"].as_u64(),
+        Some(emitted - forwarded.len() as u64)
+    );
     assert!(gap["from_ms"].as_u64() <= gap["to_ms"].as_u64(), "{gap}");
     let position = |kind: &str| log.iter().position(|e| e["type"] == kind);
     let last_number = log.iter().rposition(|e| e["type"] == "test.n");
-    assert!(last_number < position(GAP_EVENT), "the gap comes where events went missing");
+    assert!(
+        last_number < position(GAP_EVENT),
+        "the gap comes where events went missing"
+    );
     assert_eq!(
-        log.get(position(GAP_EVENT).map_or(0, |p| p + 1)).map(|e| &e["data"]["reason"]),
+        log.get(position(GAP_EVENT).map_or(0, |p| p + 1))
+            .map(|e| &e["data"]["reason"]),
         Some(&json!("buffer_full")),
         "its resync follows it"
     );

@@ -20,7 +20,10 @@ fn wait_for_version(rig: &Rig, version: u64) -> Option<u64> {
             assert_eq!(stored, Some(version), "one push per trigger");
             return watermark;
         }
-        assert!(Instant::now() < until, "no snapshot v{version} (HEAD {status})");
+        assert!(
+            Instant::now() < until,
+            "no snapshot v{version} (HEAD {status})"
+        );
         std::thread::sleep(Duration::from_millis(25));
     }
 }
@@ -48,12 +51,18 @@ fn a_turn_end_pushes_a_snapshot_watermarked_with_the_turns_last_seq() {
     let watermark = wait_for_version(&rig, 1);
     let log = read_log(&rig.stasis.base);
     let idle = of_type(&log, "session.idle");
-    assert_eq!(watermark, idle[0]["seq"].as_u64(), "the watermark covers the whole turn");
+    assert_eq!(
+        watermark,
+        idle[0]["seq"].as_u64(),
+        "the watermark covers the whole turn"
+    );
     assert_eq!(stored_rows(&rig), local_rows(&rig));
 
     // A turn that did not change the database pushes nothing.
     rig.kilo.emit("session.idle", json!({"sessionID": "ses_a"}));
-    wait_for_log(&rig.stasis.base, PATIENCE, |log| of_type(log, "session.idle").len() == 2);
+    wait_for_log(&rig.stasis.base, PATIENCE, |log| {
+        of_type(log, "session.idle").len() == 2
+    });
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(snapshot_head(&rig.stasis.base).1, Some(1));
 
@@ -67,7 +76,10 @@ fn a_turn_end_pushes_a_snapshot_watermarked_with_the_turns_last_seq() {
     sidecar.signal("TERM");
     let exit = sidecar.wait_exit(PATIENCE);
     assert_eq!(exit.code, Some(0), "{}", exit.stderr);
-    assert_eq!(exit.summary["snapshots_pushed"], 2, "the unchanged database was not pushed at the stop");
+    assert_eq!(
+        exit.summary["snapshots_pushed"], 2,
+        "the unchanged database was not pushed at the stop"
+    );
 }
 
 #[test]
@@ -79,7 +91,11 @@ fn a_changing_database_is_pushed_every_interval_and_an_unchanged_one_never() {
     wait_for_version(&rig, 2);
     assert_eq!(stored_rows(&rig), local_rows(&rig));
     std::thread::sleep(Duration::from_millis(1_500));
-    assert_eq!(snapshot_head(&rig.stasis.base).1, Some(2), "no change, no push");
+    assert_eq!(
+        snapshot_head(&rig.stasis.base).1,
+        Some(2),
+        "no change, no push"
+    );
     sidecar.signal("TERM");
     let exit = sidecar.wait_exit(PATIENCE);
     assert_eq!(exit.code, Some(0), "{}", exit.stderr);
