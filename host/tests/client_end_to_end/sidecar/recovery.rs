@@ -110,8 +110,13 @@ fn a_full_buffer_drops_then_records_the_gap_and_reads_the_conversation_back() {
     });
     rig.stasis.kill_hard();
 
-    let mut emitted: u64 = 0;
-    for n in 0..60 {
+    // One event goes first, so that the batch in flight (retried until stasis is back) holds
+    // it alone; then the buffer fills with the next 20, and the rest is dropped.
+    rig.kilo
+        .emit("test.n", json!({"sessionID": "ses_a", "n": 0}));
+    sidecar.wait_for_line("stasis unreachable", PATIENCE);
+    let mut emitted: u64 = 1;
+    for n in 1..60 {
         rig.kilo
             .emit("test.n", json!({"sessionID": "ses_a", "n": n}));
         emitted += 1;
@@ -128,11 +133,11 @@ fn a_full_buffer_drops_then_records_the_gap_and_reads_the_conversation_back() {
         !resyncs(log, "buffer_full").is_empty()
     });
     let forwarded = test_numbers(&log);
-    assert!(
-        forwarded.len() >= 20,
-        "the buffer held 20, and one batch was in flight"
+    assert_eq!(
+        forwarded,
+        (0..21).collect::<Vec<_>>(),
+        "the batch in flight, then the 20 the buffer held"
     );
-    assert_eq!(forwarded, (0..forwarded.len() as u64).collect::<Vec<_>>());
     let gaps = of_type(&log, GAP_EVENT);
     assert_eq!(gaps.len(), 1);
     let gap = &gaps[0]["data"];
