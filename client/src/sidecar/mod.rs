@@ -26,7 +26,7 @@ mod stats;
 mod stream;
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
@@ -36,7 +36,7 @@ use control::Control;
 use forward::Forwarder;
 use queue::{Queue, Resync, ResyncReason};
 use runtime::Runtime;
-use snapshots::{SnapshotCall, Snapshotter};
+use snapshots::{SnapshotCall, Snapshotter, check_db};
 use state::{DirLock, ProducerState, StateFile};
 use stats::Stats;
 use stream::Reader;
@@ -324,36 +324,6 @@ fn spawn_guarded(
         })
         .map(drop)
         .map_err(|e| Error::io(format!("starting the sidecar's {name} thread"), e))
-}
-
-/// Waits up to `wait` for `db` to exist, then checks that SQLite opens it.
-fn check_db(db: &Path, wait: Duration) -> Result<()> {
-    let started = Instant::now();
-    while !db.is_file() {
-        if started.elapsed() >= wait {
-            return Err(Error::io(
-                format!("the agent's kilo.db {}", db.display()),
-                std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    "no database file there (is --db right?)",
-                ),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let context = || format!("opening the agent's kilo.db {}", db.display());
-    let flags =
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = rusqlite::Connection::open_with_flags(db, flags)
-        .map_err(|e| Error::sqlite(context(), e))?;
-    conn.busy_timeout(Duration::from_secs(5))
-        .and_then(|()| {
-            conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
-                r.get::<_, i64>(0)
-            })
-        })
-        .map_err(|e| Error::sqlite(context(), e))?;
-    Ok(())
 }
 
 /// Now, in ms since the epoch.

@@ -196,6 +196,36 @@ impl Snapshotter {
     }
 }
 
+/// Waits up to `wait` for `db` to exist, then checks that SQLite opens it.
+pub(crate) fn check_db(db: &Path, wait: Duration) -> Result<()> {
+    let started = Instant::now();
+    while !db.is_file() {
+        if started.elapsed() >= wait {
+            return Err(Error::io(
+                format!("the agent's kilo.db {}", db.display()),
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no database file there (is --db right?)",
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let context = || format!("opening the agent's kilo.db {}", db.display());
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = rusqlite::Connection::open_with_flags(db, flags)
+        .map_err(|e| Error::sqlite(context(), e))?;
+    conn.busy_timeout(Duration::from_secs(5))
+        .and_then(|()| {
+            conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+                r.get::<_, i64>(0)
+            })
+        })
+        .map_err(|e| Error::sqlite(context(), e))?;
+    Ok(())
+}
+
 /// The database's and its WAL's sizes and times; `None` when there is no database.
 fn fingerprint(db: &Path) -> Option<Fingerprint> {
     let stat = |path: &Path| {
