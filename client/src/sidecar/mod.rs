@@ -2,14 +2,45 @@
 //! its event stream into the agent's stasis log, and keeps its kilo.db snapshot fresh.
 //!
 //! Four threads:
-//! - the reader ([`stream`]) follows `GET /event`, drops sync twins, keep-alives and repeated
-//!   ids, and queues `{type, session_id, data}` events in a bounded [`queue`];
-//! - the forwarder ([`forward`], [`deliver`]) sends them in stamped batches (the stamp state
-//!   survives a restart: [`state`]), retrying forever while stasis is unreachable, and reads the
-//!   conversation back from the runtime ([`resync`]) where events went missing;
-//! - the snapshot thread ([`snapshots`]) pushes kilo.db when a turn ends and while it changes;
+//! - the reader (`stream.rs`) follows `GET /event`, drops sync twins, keep-alives and repeated
+//!   ids, and queues `{type, session_id, data}` events in a bounded queue (`queue.rs`);
+//! - the forwarder (`forward.rs`, `deliver.rs`) sends them in stamped batches (the stamp state
+//!   survives a restart: `state.rs`), retrying forever while stasis is unreachable, and reads the
+//!   conversation back from the runtime (`resync.rs`) where events went missing;
+//! - the snapshot thread (`snapshots.rs`) pushes kilo.db when a turn ends and while it changes;
 //! - the caller's thread waits for a stop ([`StopHandle`]), then gives the others the shutdown
 //!   budget to flush the queue and push a last snapshot.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! use stasis_client::sidecar::{Bound, Sidecar, SidecarOptions};
+//! use stasis_client::{AgentRef, Client, Config};
+//!
+//! fn main() -> Result<(), stasis_client::Error> {
+//!     // STASIS_URL=http://127.0.0.1:8787, STASIS_TOKEN=<a town token>
+//!     let client = Client::new(Config::from_env()?);
+//!     let options = SidecarOptions {
+//!         agent: AgentRef::new("demo", "main", "mayor")?,
+//!         runtime_url: "http://127.0.0.1:4096".into(),
+//!         db: "/tmp/agent-home-mayor/.local/share/kilo/kilo.db".into(),
+//!         container_id: "c-0123".into(),
+//!         state_dir: "/tmp/stasis-sidecar-mayor".into(),
+//!         linger: Duration::from_millis(25),
+//!         snapshot_interval: Duration::from_secs(5),
+//!         shutdown_budget: Duration::from_secs(30),
+//!         buffer: Bound { events: 100_000, bytes: 64 << 20 },
+//!         start_timeout: Duration::from_secs(30),
+//!         idle_timeout: Duration::from_secs(30),
+//!     };
+//!     let sidecar = Sidecar::new(options, Arc::new(|line: &str| eprintln!("{line}")));
+//!     let stop = sidecar.stop_handle(); // stop.stop() from a SIGTERM handler
+//!     let report = sidecar.run(&client);
+//!     eprintln!("{:?}: {} events forwarded", report.end, report.summary.events_forwarded);
+//!     Ok(())
+//! }
+//! ```
 
 mod batch;
 mod control;
