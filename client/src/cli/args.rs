@@ -16,7 +16,8 @@ stderr. Progress bars are drawn only when stderr is a terminal.
 
 Failed exchanges (connection refused, timeouts, 5xx, 503 with Retry-After) are retried with
 exponential backoff and jitter: at most 10 attempts within 90 s per request (drain: also
-within its budget). Refusals (4xx) are reported with the server's error code and message.
+within its budget; sidecar: its event batches until stasis answers). Refusals (4xx) are
+reported with the server's error code and message.
 
 Exit codes:
   0  done
@@ -25,7 +26,8 @@ Exit codes:
   3  snapshot pull: the server has no snapshot for this agent (nothing was written)
   4  the server refused the request (4xx: unauthorized, forbidden, 412, 413, ...);
      drain: another container has taken the town over
-  5  the server was unreachable or kept failing after bounded retries
+  5  the server was unreachable or kept failing after bounded retries;
+     sidecar: the agent runtime did not answer within --start-timeout
   6  integrity: bytes did not match their sha256 (a download, a receipt, or the
      server's stored copy: 500 snapshot_corrupt)
   7  boot/drain: at least one agent was not hydrated / not flushed (in time)
