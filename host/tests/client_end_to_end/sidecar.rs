@@ -82,3 +82,31 @@ impl Rig {
         )
     }
 }
+
+/// The figures of [`measure::measure_forwarding`], printed (not asserted: speed is the bench's).
+#[test]
+#[ignore = "a measurement: run it in release with --ignored --nocapture"]
+fn forwarding_rate_and_delay() {
+    let rig = Rig::new();
+    let sidecar = rig.sidecar(&[]);
+    let figures = measure::measure_forwarding(
+        &rig.stasis.base,
+        &crate::support::admin(),
+        &Rig::agent_path(""),
+        &rig.kilo,
+        100_000,
+        5_000,
+        1_000,
+    );
+    println!(
+        "burst: {} events at {:.0} events/s; paced: {} events, delay median {:.2} ms, p99 {:.2} ms",
+        figures.burst_events,
+        figures.events_per_sec,
+        figures.paced_events,
+        figures.delay_median_ms,
+        figures.delay_p99_ms
+    );
+    sidecar.signal("TERM");
+    let exit = sidecar.wait_exit(PATIENCE);
+    println!("{}", exit.summary);
+}

@@ -1,9 +1,11 @@
 //! Forwarding figures: events/s sustained from the synthetic kilo through a sidecar into one
 //! agent of stasis, and the delay from emission until an event is readable from stasis's own
 //! stream. [`measure_forwarding`] needs only a running stasis, a [`FakeKilo`] that a running
-//! sidecar follows, and this file with fake_kilo.rs (the bench can include both with `#[path]`).
+//! sidecar follows, and this file with fake_kilo.rs: the bench can include both with `#[path]`,
+//! as sibling modules named `fake_kilo` and `measure`. The test that runs it is
+//! `sidecar::forwarding_rate_and_delay`:
 //!
-//! `cargo test --release -p stasis-host --test client_end_to_end sidecar::measure -- --ignored --nocapture`
+//! `cargo test --release -p stasis-host --test client_end_to_end sidecar::forwarding_rate -- --ignored --nocapture`
 
 #![allow(clippy::expect_used, reason = "measurement scaffolding fails loudly")]
 
@@ -133,31 +135,4 @@ fn follow(
         }
     });
     receive
-}
-
-#[test]
-#[ignore = "a measurement: run it in release with --ignored --nocapture"]
-fn sidecar_forwarding_rate_and_delay() {
-    let rig = super::Rig::new();
-    let sidecar = rig.sidecar(&[]);
-    let figures = measure_forwarding(
-        &rig.stasis.base,
-        &crate::support::admin(),
-        &super::Rig::agent_path(""),
-        &rig.kilo,
-        100_000,
-        5_000,
-        1_000,
-    );
-    println!(
-        "burst: {} events at {:.0} events/s; paced: {} events, delay median {:.2} ms, p99 {:.2} ms",
-        figures.burst_events,
-        figures.events_per_sec,
-        figures.paced_events,
-        figures.delay_median_ms,
-        figures.delay_p99_ms
-    );
-    sidecar.signal("TERM");
-    let exit = sidecar.wait_exit(super::PATIENCE);
-    println!("{}", exit.summary);
 }
