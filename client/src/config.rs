@@ -115,6 +115,28 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
     Ok(total)
 }
 
+/// Parses a size such as `64MiB`, `512KiB`, `1GiB` or a bare number of bytes.
+pub fn parse_size(text: &str) -> Result<u64> {
+    let bad = || {
+        Error::Config(format!(
+            "invalid size {text:?}: use e.g. 64MiB, 512KiB, 1GiB or a number of bytes"
+        ))
+    };
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let value: u64 = text[..digits].parse().map_err(|_| bad())?;
+    let unit: u64 = match text[digits..].trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    value.checked_mul(unit).ok_or_else(bad)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +162,18 @@ mod tests {
         let config = Config::new("https://stasis.example", Some("  ".into()))?;
         assert_eq!(config.authorization(), None);
         assert!(!format!("{config:?}").contains("Bearer"));
+        Ok(())
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_units_and_as_bare_bytes() -> Result<()> {
+        assert_eq!(parse_size("64MiB")?, 64 << 20);
+        assert_eq!(parse_size("512 KiB")?, 512 << 10);
+        assert_eq!(parse_size("1GiB")?, 1 << 30);
+        assert_eq!(parse_size("1000")?, 1000);
+        for bad in ["", "MiB", "5MB", "1.5GiB", "-1", "99999999999999GiB"] {
+            assert!(parse_size(bad).is_err(), "{bad:?} should be refused");
+        }
         Ok(())
     }
 

@@ -21,6 +21,9 @@ pub mod exit {
     pub const INTEGRITY: u8 = 6;
     /// `boot` or `drain`: at least one agent could not be hydrated or flushed (in time).
     pub const PARTIAL: u8 = 7;
+    /// `sidecar`: its shutdown budget ran out before every event was forwarded and the last
+    /// snapshot pushed.
+    pub const OVER_BUDGET: u8 = 8;
 }
 
 /// The code of a `500` for stored bytes that no longer match their sha256.
@@ -144,6 +147,15 @@ pub enum Error {
         current: String,
     },
 
+    /// The agent runtime (`kilo serve`) did not answer, or not as the sidecar expects.
+    #[error("the agent runtime: {what}: {detail}")]
+    Runtime {
+        /// The request or step (`GET http://127.0.0.1:4096/event`).
+        what: String,
+        /// What went wrong.
+        detail: String,
+    },
+
     /// The operation's time budget ran out (`drain --budget`).
     #[error("{what}: the time budget ran out")]
     OutOfTime {
@@ -213,6 +225,7 @@ impl Error {
             Error::Api { .. }
             | Error::Transport { .. }
             | Error::Protocol { .. }
+            | Error::Runtime { .. }
             | Error::OutOfTime { .. } => exit::UNAVAILABLE,
             Error::Integrity { .. } => exit::INTEGRITY,
             Error::GaveUp { .. } => exit::UNAVAILABLE,

@@ -5,7 +5,9 @@
 //! pull one back (verified against its sha256, written atomically), `boot` (heartbeat, then
 //! hydrate every registered agent into `/tmp/agent-home-{agent}/.local/share/kilo/kilo.db`,
 //! then hand over the pending dispatches), `drain` (on SIGTERM: container eviction, then flush
-//! every agent's snapshot within a time budget) and `tail` (follow an agent's events live).
+//! every agent's snapshot within a time budget), `tail` (follow an agent's events live), and
+//! the agent [`sidecar`]: beside each `kilo serve` for its whole life, it forwards the runtime's
+//! events into the agent's log exactly once and pushes kilo.db whenever a turn ends.
 //!
 //! Everything is blocking (no async runtime). Transient failures (connection refused, timeouts,
 //! 5xx, 503 with `Retry-After`) are retried with exponential backoff and jitter within a
@@ -46,6 +48,7 @@ pub mod http;
 pub mod ids;
 mod progress;
 pub mod retry;
+pub mod sidecar;
 pub mod snapshot;
 pub mod sse;
 pub mod tail;

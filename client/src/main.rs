@@ -39,5 +39,6 @@ fn run(cli: Cli) -> Result<u8, Error> {
         Command::Boot(args) => cli::boot::boot(&client, &out, args),
         Command::Drain(args) => cli::drain::drain(&client, &out, args),
         Command::Tail(args) => cli::tail::tail(&client, args),
+        Command::Sidecar(args) => cli::sidecar::sidecar(&client, &out, args),
     }
 }

@@ -4,6 +4,8 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use super::sidecar_args::SidecarArgs;
+
 pub const AFTER_HELP: &str = "\
 Configuration:
   STASIS_URL     base URL of the stasis server, e.g. http://127.0.0.1:8787 (or --url)
@@ -14,7 +16,8 @@ stderr. Progress bars are drawn only when stderr is a terminal.
 
 Failed exchanges (connection refused, timeouts, 5xx, 503 with Retry-After) are retried with
 exponential backoff and jitter: at most 10 attempts within 90 s per request (drain: also
-within its budget). Refusals (4xx) are reported with the server's error code and message.
+within its budget; sidecar: its event batches until stasis answers). Refusals (4xx) are
+reported with the server's error code and message.
 
 Exit codes:
   0  done
@@ -23,13 +26,18 @@ Exit codes:
   3  snapshot pull: the server has no snapshot for this agent (nothing was written)
   4  the server refused the request (4xx: unauthorized, forbidden, 412, 413, ...);
      drain: another container has taken the town over
-  5  the server was unreachable or kept failing after bounded retries
+  5  the server was unreachable or kept failing after bounded retries;
+     sidecar: the agent runtime did not answer within --start-timeout
   6  integrity: bytes did not match their sha256 (a download, a receipt, or the
      server's stored copy: 500 snapshot_corrupt)
   7  boot/drain: at least one agent was not hydrated / not flushed (in time)
+  8  sidecar: the shutdown budget ran out before every event was forwarded and the
+     last snapshot pushed
 
 In a container:
   ID=$(stasis-client boot --town T 2>&1 >dispatches.json | sed -n 's/^container_id: //p')
+  stasis-client sidecar --town T --rig R --agent mayor --container-id \"$ID\" \\
+      --runtime-url http://127.0.0.1:4096 &     # one per agent, beside its kilo serve
   trap 'stasis-client drain --town T --container-id \"$ID\"' TERM";
 
 /// The container client of stasis: kilo.db snapshots, boot, drain, and event tails.
@@ -83,6 +91,38 @@ pub enum Command {
     /// backoff) when the stream drops or stays silent for 45 s. Stops on a refusal such as
     /// 410 cursor_expired (exit code 4).
     Tail(TailArgs),
+
+    /// Run beside one agent runtime (kilo serve): forward its events, keep its kilo.db pushed.
+    ///
+    /// Follows the runtime's GET /event stream for the agent's whole life and appends every
+    /// event to the agent's log as {type, session_id: properties.sessionID, data: properties},
+    /// in stamped batches, exactly once: the stamp state in --state-dir survives a restart of
+    /// the sidecar, which re-sends its batch in flight under the same stamp. Not forwarded:
+    /// kilo's sync twins ({"type":"sync"}, the same event again), server.connected and
+    /// server.heartbeat (they say the stream is alive, nothing about the agent), and repeated
+    /// event ids. A data over stasis's 1 MiB event limit has its largest strings cut, each
+    /// ending in "…[cut by stasis sidecar: kept K of N bytes]" (or, when strings cannot make it
+    /// fit, is replaced by {"sessionID", "stasis_cut": {"original_bytes", "reason"}}).
+    ///
+    /// While stasis is unreachable (or answers 5xx) batches are retried forever; events wait
+    /// in a buffer of --buffer-events / --buffer-bytes. Past it, events are dropped and
+    /// counted; once stasis has stored enough, a stasis.sidecar.gap event records the counts
+    /// and the time range. Wherever events went missing (a full buffer, a lost stream, the
+    /// sidecar's own start or restart) a stasis.sidecar.resync event follows, then the runtime's
+    /// own GET /session/{id}/message states of every message created, completed or unfinished
+    /// since then (message.updated and message.part.updated, as kilo sends them), so the
+    /// rebuilt conversation is whole again. Not recovered that way: a reply's text still
+    /// streaming at that moment (its final update follows on the stream), session status,
+    /// todos, diffs and removals.
+    ///
+    /// Pushes kilo.db (an online-backup copy) when a turn's session.idle is stored and every
+    /// --snapshot-interval while the database changes, with X-Stasis-Event-Seq the newest seq
+    /// stored before the copy. On SIGTERM/SIGINT: stops reading, forwards what it holds,
+    /// pushes a last snapshot, exits 0, all within --shutdown-budget (else exit code 8; a
+    /// second signal ends the budget at once). Exits 4 when stasis refuses the token (401/403)
+    /// or fences the container, 5 when the runtime does not answer within --start-timeout,
+    /// 1 when kilo.db or the state directory is unusable. Prints a JSON summary on stdout.
+    Sidecar(SidecarArgs),
 }
 
 #[derive(Debug, Subcommand)]

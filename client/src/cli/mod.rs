@@ -5,6 +5,8 @@ pub mod args;
 pub mod boot;
 pub mod drain;
 pub mod output;
+pub mod sidecar;
+pub mod sidecar_args;
 pub mod snapshot;
 pub mod tail;
 

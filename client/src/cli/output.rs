@@ -1,6 +1,6 @@
 //! Where the CLI writes: results on stdout, reports on stderr.
 
-use serde_json::Value;
+use serde::Serialize;
 use stasis_client::Error;
 use std::io::Write;
 
@@ -17,9 +17,11 @@ impl Output {
         }
     }
 
-    pub fn result(&self, value: &Value) -> Result<(), Error> {
+    pub fn result(&self, value: &impl Serialize) -> Result<(), Error> {
+        let line = serde_json::to_string(value)
+            .map_err(|e| Error::Config(format!("encoding the result: {e}")))?;
         let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{value}")
+        writeln!(stdout, "{line}")
             .and_then(|()| stdout.flush())
             .map_err(|e| Error::io("writing to stdout", e))
     }

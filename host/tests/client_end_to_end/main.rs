@@ -1,6 +1,7 @@
 //! The container client (`stasis-client`) against a real `stasis serve`, the way a container
 //! uses it: snapshots pushed from a live SQLite database while another process writes to it and
-//! pulled back verified, `boot` after an eviction, `drain` within a budget, and the CLI binary.
+//! pulled back verified, `boot` after an eviction, `drain` within a budget, the CLI binary, and
+//! the agent sidecar beside a synthetic kilo.
 //!
 //! It guards against the client and the server drifting apart: the client's own tests run
 //! against a mock written from the contract, and only a real server shows that both read
@@ -17,6 +18,7 @@ mod cli;
 mod drain;
 mod helpers;
 mod push_pull;
+mod sidecar;
 #[path = "../support/mod.rs"]
 mod support;
 mod tail;
