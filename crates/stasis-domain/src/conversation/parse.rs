@@ -1,102 +1,213 @@
-//! Reading one event into what it does to a message.
+//! Reading one event into what it does to one message.
 //!
 //! Each event's JSON is parsed once, into small structs that borrow their
 //! strings from the event (copying only strings with escapes), because a
 //! rebuild reads thousands of events and must cost about as much as reading
 //! them.
 
+use super::raw::{RawData, RawInfo, RawPart, Text};
+use super::tool::ToolCall;
 use crate::event_log::Event;
-use serde::Deserialize;
-use serde::de::{Deserializer, Visitor};
 use std::borrow::Cow;
-use std::fmt;
 
-/// What one event says about one message.
-pub(super) struct MessageUpdate<'a> {
+/// What one event does to one message.
+pub(super) struct Update<'a> {
     /// The message's id; never empty.
     pub message_id: Cow<'a, str>,
     /// The role, when the event names one.
     pub role: Option<Cow<'a, str>>,
-    /// The text change, when the event carries text.
-    pub text: Option<PartText<'a>>,
-    /// The event ends the message.
-    pub completes: bool,
+    /// What changes in one of the message's parts.
+    pub part: Option<PartUpdate<'a>>,
+    /// The event finishes the message.
+    pub finishes: bool,
+    /// The message is gone (`message.removed`).
+    pub removes_message: bool,
 }
 
-/// New text for one part of a message.
-pub(super) struct PartText<'a> {
+/// A change to one part of a message.
+pub(super) struct PartUpdate<'a> {
     /// The part's id; `None` (also for `""`) names the one unnamed part of
     /// a message.
     pub part_id: Option<Cow<'a, str>>,
-    /// Whether the text replaces the part's or extends it.
-    pub change: TextChange<'a>,
+    pub change: PartChange<'a>,
 }
 
-/// How a part's text changes.
-pub(super) enum TextChange<'a> {
-    /// The part's full text so far.
-    Replace(Cow<'a, str>),
-    /// A streamed piece to append.
-    Append(Cow<'a, str>),
+/// How a part changes.
+pub(super) enum PartChange<'a> {
+    /// The part's whole text so far; `ended` once it is final, `streamed`
+    /// when a delta came beside it (opencode < 1.2 streams that way).
+    Text {
+        full: Cow<'a, str>,
+        ended: bool,
+        streamed: bool,
+    },
+    /// A streamed piece to append; `live` for kilo's `message.part.delta`,
+    /// whose part is streaming until an ended full text arrives.
+    Delta { piece: Cow<'a, str>, live: bool },
+    /// A tool call's latest state.
+    Tool(ToolCall<'a>),
+    /// Not what was said: reasoning, step markers, synthetic text.
+    Hidden,
+    /// The part is gone (`message.part.removed`).
+    Removed,
 }
 
-/// What the event's type makes of it: `None` for types that are not about
-/// messages, else whether it ends the message.
-fn completes_message(event_type: &str) -> Option<bool> {
+/// What an event's type makes of it.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// Carries a message's info and maybe a part; `finishes` by its type
+    /// alone (the design text's `*.completed`), `announces` when a user
+    /// message that shows up in it is finished (`message.updated`).
+    Message {
+        finishes: bool,
+        announces: bool,
+    },
+    Delta,
+    MessageRemoved,
+    PartRemoved,
+}
+
+fn kind(event_type: &str) -> Option<Kind> {
+    let message = |finishes, announces| {
+        Some(Kind::Message {
+            finishes,
+            announces,
+        })
+    };
     match event_type {
-        "message.created" | "message.updated" | "message_part.updated" | "message.part.updated" => {
-            Some(false)
+        "message.updated" => message(false, true),
+        "message.created" | "message_part.updated" | "message.part.updated" => {
+            message(false, false)
         }
-        "message.completed" | "assistant.completed" => Some(true),
+        "message.completed" | "assistant.completed" => message(true, false),
+        "message.part.delta" => Some(Kind::Delta),
+        "message.removed" => Some(Kind::MessageRemoved),
+        "message.part.removed" => Some(Kind::PartRemoved),
         _ => None,
     }
 }
 
 /// The update `event` carries, or `None` when it is not a message event or
 /// is malformed.
-pub(super) fn parse(event: &Event) -> Option<MessageUpdate<'_>> {
-    let completes = completes_message(&event.event_type)?;
+pub(super) fn parse(event: &Event) -> Option<Update<'_>> {
+    let kind = kind(&event.event_type)?;
     // Serde would also read a JSON array positionally into the struct.
     if !event.data.trim_start().starts_with('{') {
         return None;
     }
     let raw: RawData<'_> = serde_json::from_str(&event.data).ok()?;
-    let (info_id, info_role) = match raw.info {
-        Some(info) => (info.id, info.role),
-        None => (None, None),
+    match kind {
+        Kind::Message {
+            finishes,
+            announces,
+        } => message_update(raw, finishes, announces),
+        Kind::Delta => delta_update(raw),
+        Kind::MessageRemoved => {
+            let message_id = first_non_empty([raw.message_id_camel, raw.message_id])?;
+            Some(Update::new(message_id, None).removing_message())
+        }
+        Kind::PartRemoved => {
+            let message_id = first_non_empty([raw.message_id_camel, raw.message_id])?;
+            let part_id = first_non_empty([raw.part_id_camel, raw.part_id])?;
+            let part = PartUpdate {
+                part_id: Some(part_id),
+                change: PartChange::Removed,
+            };
+            Some(Update::new(message_id, Some(part)))
+        }
+    }
+}
+
+fn message_update(raw: RawData<'_>, finishes: bool, announces: bool) -> Option<Update<'_>> {
+    let (info_id, info_role, info_finished) = match raw.info {
+        Some(info) => {
+            let finished = info.says_finished();
+            let RawInfo { id, role, .. } = info;
+            (id, role, finished)
+        }
+        None => (None, None, false),
     };
-    let part = raw.part.unwrap_or_default();
-    let message_id = first_non_empty([info_id, raw.message_id, part.message_id])?;
+    let user_appears = announces && info_role.as_ref().is_some_and(|role| role.0 == "user");
+    let mut part = raw.part.unwrap_or_default();
+    let message_id = first_non_empty([
+        info_id,
+        raw.message_id,
+        raw.message_id_camel,
+        part.message_id.take(),
+    ])?;
     let role = first_non_empty([info_role, raw.role]);
-    let part_id = part.id.or(raw.part_id).filter(|id| !id.0.is_empty());
-    let text = part_text(part_id, part.kind, part.text, raw.delta);
-    Some(MessageUpdate {
-        message_id,
+    let part_id = first_non_empty([part.id.take(), raw.part_id, raw.part_id_camel]);
+    let change = part_change(part, raw.delta, part_id.is_some());
+    let part = change.map(|change| PartUpdate { part_id, change });
+    Some(Update {
+        finishes: finishes || info_finished || user_appears,
         role,
-        text,
-        completes,
+        ..Update::new(message_id, part)
     })
 }
 
-fn part_text<'a>(
-    part_id: Option<Text<'a>>,
-    kind: Option<Text<'a>>,
-    full: Option<Text<'a>>,
+/// A part's change: a text part's full text (else the older spellings'
+/// `delta` beside it), a tool's line, or nothing said. Parts other than
+/// text need an id: nothing else could refer to them.
+fn part_change<'a>(
+    part: RawPart<'a>,
     delta: Option<Text<'a>>,
-) -> Option<PartText<'a>> {
-    // Reasoning, tool calls and the like are not what was said.
-    if kind.is_some_and(|kind| kind.0 != "text") {
+    has_id: bool,
+) -> Option<PartChange<'a>> {
+    let kind = part.kind.as_ref().map(|kind| kind.0.as_ref());
+    match kind {
+        None | Some("text") => {}
+        Some("tool") if has_id => {
+            return Some(ToolCall::from_part(part).map_or(PartChange::Hidden, PartChange::Tool));
+        }
+        Some(_) => return has_id.then_some(PartChange::Hidden),
+    }
+    if part.synthetic == Some(true) || part.ignored == Some(true) {
+        return Some(PartChange::Hidden);
+    }
+    match (part.text, delta) {
+        (Some(Text(full)), delta) => Some(PartChange::Text {
+            full,
+            // Text without timing (a user's, the older spellings') is whole.
+            ended: part.time.is_none_or(|time| time.end.is_some()),
+            streamed: delta.is_some(),
+        }),
+        (None, Some(Text(piece))) => Some(PartChange::Delta { piece, live: false }),
+        (None, None) => None,
+    }
+}
+
+/// kilo's `message.part.delta`: a piece of a part's `text` field.
+fn delta_update(raw: RawData<'_>) -> Option<Update<'_>> {
+    if raw.field.is_some_and(|field| field.0 != "text") {
         return None;
     }
-    let change = match (full, delta) {
-        (Some(full), _) => TextChange::Replace(full.0),
-        (None, Some(delta)) => TextChange::Append(delta.0),
-        (None, None) => return None,
+    let message_id = first_non_empty([raw.message_id_camel, raw.message_id])?;
+    let Text(piece) = raw.delta?;
+    let part = PartUpdate {
+        part_id: first_non_empty([raw.part_id_camel, raw.part_id]),
+        change: PartChange::Delta { piece, live: true },
     };
-    Some(PartText {
-        part_id: part_id.map(|id| id.0),
-        change,
-    })
+    Some(Update::new(message_id, Some(part)))
+}
+
+impl<'a> Update<'a> {
+    fn new(message_id: Cow<'a, str>, part: Option<PartUpdate<'a>>) -> Self {
+        Self {
+            message_id,
+            role: None,
+            part,
+            finishes: false,
+            removes_message: false,
+        }
+    }
+
+    fn removing_message(self) -> Self {
+        Self {
+            removes_message: true,
+            ..self
+        }
+    }
 }
 
 fn first_non_empty<const N: usize>(candidates: [Option<Text<'_>>; N]) -> Option<Cow<'_, str>> {
@@ -105,75 +216,4 @@ fn first_non_empty<const N: usize>(candidates: [Option<Text<'_>>; N]) -> Option<
         .flatten()
         .map(|text| text.0)
         .find(|text| !text.is_empty())
-}
-
-/// The fields of an event's data that matter here; all others are skipped.
-#[derive(Deserialize)]
-struct RawData<'a> {
-    #[serde(borrow)]
-    info: Option<RawInfo<'a>>,
-    #[serde(borrow)]
-    message_id: Option<Text<'a>>,
-    #[serde(borrow)]
-    role: Option<Text<'a>>,
-    #[serde(borrow)]
-    part: Option<RawPart<'a>>,
-    #[serde(borrow)]
-    part_id: Option<Text<'a>>,
-    #[serde(borrow)]
-    delta: Option<Text<'a>>,
-}
-
-#[derive(Deserialize)]
-struct RawInfo<'a> {
-    #[serde(borrow)]
-    id: Option<Text<'a>>,
-    #[serde(borrow)]
-    role: Option<Text<'a>>,
-}
-
-#[derive(Default, Deserialize)]
-struct RawPart<'a> {
-    #[serde(borrow)]
-    id: Option<Text<'a>>,
-    #[serde(borrow)]
-    text: Option<Text<'a>>,
-    #[serde(borrow, rename = "type")]
-    kind: Option<Text<'a>>,
-    #[serde(borrow, alias = "messageID")]
-    message_id: Option<Text<'a>>,
-}
-
-/// A JSON string, borrowed from the input unless it had escapes.
-///
-/// `Option<Cow<str>>` would always copy: serde only borrows into a bare
-/// `Cow<str>` field.
-struct Text<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_str(TextVisitor).map(Text)
-    }
-}
-
-struct TextVisitor;
-
-impl<'de> Visitor<'de> for TextVisitor {
-    type Value = Cow<'de, str>;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("a string")
-    }
-
-    fn visit_borrowed_str<E: serde::de::Error>(self, value: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(value))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(value.to_owned()))
-    }
-
-    fn visit_string<E: serde::de::Error>(self, value: String) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(value))
-    }
 }

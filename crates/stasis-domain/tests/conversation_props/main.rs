@@ -8,10 +8,13 @@
 
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 
+mod kilo_spec;
+mod kilo_stream;
 mod spec;
 mod stream;
 
 mod arbitrary_events;
 mod escaping;
+mod kilo_rules;
 mod rebuild;
 mod token_budget;
