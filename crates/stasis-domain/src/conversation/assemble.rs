@@ -36,6 +36,9 @@ fn is_repeat(previous: &Event, event: &Event) -> bool {
 struct Messages {
     in_order: Vec<Message>,
     index_by_id: HashMap<String, usize>,
+    /// The message the previous event named: most events name it again,
+    /// and a comparison is cheaper than a hash.
+    last: Option<(String, usize)>,
 }
 
 impl Messages {
@@ -61,12 +64,19 @@ impl Messages {
     }
 
     fn get_or_insert(&mut self, id: &str) -> &mut Message {
-        let index = match self.index_by_id.get(id) {
-            Some(&index) => index,
-            None => {
-                let index = self.in_order.len();
-                self.index_by_id.insert(id.to_owned(), index);
-                self.in_order.push(Message::default());
+        let index = match &mut self.last {
+            Some((last, index)) if last == id => *index,
+            last => {
+                let index = match self.index_by_id.get(id) {
+                    Some(&index) => index,
+                    None => {
+                        self.in_order.push(Message::default());
+                        let index = self.in_order.len() - 1;
+                        self.index_by_id.insert(id.to_owned(), index);
+                        index
+                    }
+                };
+                *last = Some((id.to_owned(), index));
                 index
             }
         };

@@ -12,6 +12,9 @@ pub(super) struct Message {
     /// Parts by first appearance.
     parts: Vec<Part>,
     index_by_part_id: HashMap<String, usize>,
+    /// The part the previous update named: most updates name it again
+    /// (a stream of deltas), and a comparison is cheaper than a hash.
+    last_part: Option<(String, usize)>,
     unnamed_part: Option<usize>,
     finished: bool,
     removed: bool,
@@ -58,6 +61,7 @@ impl Message {
         self.removed = true;
         self.parts = Vec::new();
         self.index_by_part_id = HashMap::new();
+        self.last_part = None;
     }
 
     pub fn set_role(&mut self, role: &str) {
@@ -82,22 +86,33 @@ impl Message {
     }
 
     fn part_mut(&mut self, part_id: Option<Cow<'_, str>>) -> &mut Part {
-        let known = match &part_id {
-            Some(id) => self.index_by_part_id.get(id.as_ref()).copied(),
-            None => self.unnamed_part,
+        let index = match part_id {
+            Some(id) => self.named_part(id),
+            None => *self.unnamed_part.get_or_insert_with(|| {
+                self.parts.push(Part::default());
+                self.parts.len() - 1
+            }),
         };
-        let index = known.unwrap_or_else(|| {
-            let index = self.parts.len();
-            match part_id {
-                Some(id) => {
-                    self.index_by_part_id.insert(id.into_owned(), index);
-                }
-                None => self.unnamed_part = Some(index),
-            }
-            self.parts.push(Part::default());
-            index
-        });
         &mut self.parts[index]
+    }
+
+    fn named_part(&mut self, id: Cow<'_, str>) -> usize {
+        if let Some((last, index)) = &self.last_part
+            && *last == id
+        {
+            return *index;
+        }
+        let index = match self.index_by_part_id.get(id.as_ref()) {
+            Some(&index) => index,
+            None => {
+                self.parts.push(Part::default());
+                let index = self.parts.len() - 1;
+                self.index_by_part_id.insert(id.to_string(), index);
+                index
+            }
+        };
+        self.last_part = Some((id.into_owned(), index));
+        index
     }
 
     /// The turn, or `None` when the message was removed or says nothing.

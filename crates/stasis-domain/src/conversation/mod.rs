@@ -48,7 +48,8 @@
 //! `message_id`, else `messageID`, else `part.messageID` (or
 //! `part.message_id`); the part id is `part.id`, else `part_id`, else
 //! `partID`; the role is `info.role`, else `role`. An event without a
-//! message id is skipped.
+//! message id is skipped, and so is one that gives both spellings of the
+//! same field (`message_id` and `messageID`, `part_id` and `partID`).
 //!
 //! # How a message is assembled
 //!
@@ -73,7 +74,8 @@
 //!   (`pending`, `running`, `completed`, `error`; anything else `unknown`).
 //!   Whitespace runs become one space; NAME keeps at most
 //!   [`TOOL_NAME_MAX_CHARS`] characters and SUMMARY
-//!   [`TOOL_SUMMARY_MAX_CHARS`], a cut one ending in `…`.
+//!   [`TOOL_SUMMARY_MAX_CHARS`], a cut one ending in `…`: a line has at
+//!   most 141 characters.
 //! - `unfinished` marks what really was cut off: a message that never
 //!   finished, or one with a text part whose deltas (kilo's
 //!   `message.part.delta`, or opencode < 1.2's `delta` beside a text with

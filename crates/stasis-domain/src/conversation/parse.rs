@@ -5,7 +5,7 @@
 //! rebuild reads thousands of events and must cost about as much as reading
 //! them.
 
-use super::raw::{RawData, RawInfo, RawPart, Text};
+use super::raw::{FlatData, MessageData, PartType, RawPart, Text};
 use super::tool::ToolCall;
 use crate::event_log::Event;
 use std::borrow::Cow;
@@ -95,20 +95,24 @@ pub(super) fn parse(event: &Event) -> Option<Update<'_>> {
     if !event.data.trim_start().starts_with('{') {
         return None;
     }
-    let raw: RawData<'_> = serde_json::from_str(&event.data).ok()?;
+    // Each kind has its own shape, kept small; fields are taken out of it
+    // rather than it moved around, since this runs once per event.
+    let data = event.data.as_str();
     match kind {
         Kind::Message {
             finishes,
             announces,
-        } => message_update(raw, finishes, announces),
-        Kind::Delta => delta_update(raw),
+        } => message_update(&mut serde_json::from_str(data).ok()?, finishes, announces),
+        Kind::Delta => delta_update(&mut serde_json::from_str(data).ok()?),
         Kind::MessageRemoved => {
-            let message_id = first_non_empty([raw.message_id_camel, raw.message_id])?;
+            let mut flat: FlatData<'_> = serde_json::from_str(data).ok()?;
+            let message_id = first_non_empty([flat.message_id.take()])?;
             Some(Update::new(message_id, None).removing_message())
         }
         Kind::PartRemoved => {
-            let message_id = first_non_empty([raw.message_id_camel, raw.message_id])?;
-            let part_id = first_non_empty([raw.part_id_camel, raw.part_id])?;
+            let mut flat: FlatData<'_> = serde_json::from_str(data).ok()?;
+            let message_id = first_non_empty([flat.message_id.take()])?;
+            let part_id = first_non_empty([flat.part_id.take()])?;
             let part = PartUpdate {
                 part_id: Some(part_id),
                 change: PartChange::Removed,
@@ -118,26 +122,28 @@ pub(super) fn parse(event: &Event) -> Option<Update<'_>> {
     }
 }
 
-fn message_update(raw: RawData<'_>, finishes: bool, announces: bool) -> Option<Update<'_>> {
-    let (info_id, info_role, info_finished) = match raw.info {
-        Some(info) => {
-            let finished = info.says_finished();
-            let RawInfo { id, role, .. } = info;
-            (id, role, finished)
-        }
+fn message_update<'a>(
+    raw: &mut MessageData<'a>,
+    finishes: bool,
+    announces: bool,
+) -> Option<Update<'a>> {
+    let (info_id, info_role, info_finished) = match raw.info.as_mut() {
+        Some(info) => (info.id.take(), info.role.take(), info.says_finished()),
         None => (None, None, false),
     };
     let user_appears = announces && info_role.as_ref().is_some_and(|role| role.0 == "user");
-    let mut part = raw.part.unwrap_or_default();
-    let message_id = first_non_empty([
-        info_id,
-        raw.message_id,
-        raw.message_id_camel,
-        part.message_id.take(),
-    ])?;
-    let role = first_non_empty([info_role, raw.role]);
-    let part_id = first_non_empty([part.id.take(), raw.part_id, raw.part_id_camel]);
-    let change = part_change(part, raw.delta, part_id.is_some());
+    let (part_message_id, part_own_id) = match raw.part.as_mut() {
+        Some(part) => (part.message_id.take(), part.id.take()),
+        None => (None, None),
+    };
+    let message_id = first_non_empty([info_id, raw.message_id.take(), part_message_id])?;
+    let role = first_non_empty([info_role, raw.role.take()]);
+    let part_id = first_non_empty([part_own_id, raw.part_id.take()]);
+    let delta = raw.delta.take();
+    let change = match raw.part.as_mut() {
+        Some(part) => part_change(part, delta, part_id.is_some()),
+        None => delta.map(|Text(piece)| PartChange::Delta { piece, live: false }),
+    };
     let part = change.map(|change| PartUpdate { part_id, change });
     Some(Update {
         finishes: finishes || info_finished || user_appears,
@@ -150,14 +156,13 @@ fn message_update(raw: RawData<'_>, finishes: bool, announces: bool) -> Option<U
 /// `delta` beside it), a tool's line, or nothing said. Parts other than
 /// text need an id: nothing else could refer to them.
 fn part_change<'a>(
-    part: RawPart<'a>,
+    part: &mut RawPart<'a>,
     delta: Option<Text<'a>>,
     has_id: bool,
 ) -> Option<PartChange<'a>> {
-    let kind = part.kind.as_ref().map(|kind| kind.0.as_ref());
-    match kind {
-        None | Some("text") => {}
-        Some("tool") if has_id => {
+    match part.kind {
+        None | Some(PartType::Text) => {}
+        Some(PartType::Tool) if has_id => {
             return Some(ToolCall::from_part(part).map_or(PartChange::Hidden, PartChange::Tool));
         }
         Some(_) => return has_id.then_some(PartChange::Hidden),
@@ -165,11 +170,11 @@ fn part_change<'a>(
     if part.synthetic == Some(true) || part.ignored == Some(true) {
         return Some(PartChange::Hidden);
     }
-    match (part.text, delta) {
+    match (part.text.take(), delta) {
         (Some(Text(full)), delta) => Some(PartChange::Text {
             full,
             // Text without timing (a user's, the older spellings') is whole.
-            ended: part.time.is_none_or(|time| time.end.is_some()),
+            ended: part.time.as_ref().is_none_or(|time| time.end.is_some()),
             streamed: delta.is_some(),
         }),
         (None, Some(Text(piece))) => Some(PartChange::Delta { piece, live: false }),
@@ -178,14 +183,14 @@ fn part_change<'a>(
 }
 
 /// kilo's `message.part.delta`: a piece of a part's `text` field.
-fn delta_update(raw: RawData<'_>) -> Option<Update<'_>> {
-    if raw.field.is_some_and(|field| field.0 != "text") {
+fn delta_update<'a>(raw: &mut FlatData<'a>) -> Option<Update<'a>> {
+    if raw.field.as_ref().is_some_and(|field| !field.is_text) {
         return None;
     }
-    let message_id = first_non_empty([raw.message_id_camel, raw.message_id])?;
-    let Text(piece) = raw.delta?;
+    let message_id = first_non_empty([raw.message_id.take()])?;
+    let Text(piece) = raw.delta.take()?;
     let part = PartUpdate {
-        part_id: first_non_empty([raw.part_id_camel, raw.part_id]),
+        part_id: first_non_empty([raw.part_id.take()]),
         change: PartChange::Delta { piece, live: true },
     };
     Some(Update::new(message_id, Some(part)))

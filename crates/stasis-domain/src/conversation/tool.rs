@@ -1,7 +1,7 @@
 //! A tool part as one short line of its assistant turn:
 //! `[tool bash: Print hi — completed]`.
 
-use super::raw::{RawPart, Text};
+use super::raw::{RawPart, RawToolState, Text};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
@@ -22,17 +22,20 @@ pub(super) struct ToolCall<'a> {
 impl<'a> ToolCall<'a> {
     /// The call a `type: "tool"` part describes, or `None` when it names no
     /// tool.
-    pub fn from_part(part: RawPart<'a>) -> Option<Self> {
-        let name = part.tool.map(|Text(name)| name).filter(|n| !n.is_empty())?;
-        let (status, summary) = match part.state {
+    pub fn from_part(part: &mut RawPart<'a>) -> Option<Self> {
+        let name = part.tool.take().map(|Text(name)| name);
+        let name = name.filter(|name| !name.is_empty())?;
+        let (status, summary) = match part.state.take() {
             Some(state) => {
-                let title = state.title.map(|Text(title)| title);
-                let input = state.input.and_then(|InputSummary(summary)| summary);
+                let RawToolState {
+                    status,
+                    title,
+                    input,
+                } = *state;
+                let title = title.map(|Text(title)| title);
+                let input = input.and_then(|InputSummary(summary)| summary);
                 let summary = title.filter(|t| !t.trim().is_empty()).or(input);
-                (
-                    status_word(state.status.as_ref().map(|s| s.0.as_ref())),
-                    summary,
-                )
+                (status_word(status.as_ref().map(|s| s.0.as_ref())), summary)
             }
             None => (status_word(None), None),
         };
@@ -71,6 +74,11 @@ fn status_word(status: Option<&str>) -> &'static str {
 /// `text` on one line (each run of whitespace one space, none at either
 /// end), at most `max_chars` characters, the last one `…` when cut.
 fn push_squeezed(out: &mut String, text: &str, max_chars: usize) {
+    if text.len() <= max_chars && is_squeezed_ascii(text) {
+        // The usual short title: as it is.
+        out.push_str(text);
+        return;
+    }
     let chars = text
         .split_whitespace()
         .flat_map(|word| std::iter::once(' ').chain(word.chars()))
@@ -85,6 +93,18 @@ fn push_squeezed(out: &mut String, text: &str, max_chars: usize) {
         }
         out.push(next);
     }
+}
+
+/// ASCII already on one line: no whitespace but single spaces between
+/// words.
+fn is_squeezed_ascii(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let edge_space = |byte: Option<&u8>| byte.is_some_and(u8::is_ascii_whitespace);
+    text.is_ascii()
+        && !edge_space(bytes.first())
+        && !edge_space(bytes.last())
+        && bytes.iter().all(|&b| b == b' ' || !b.is_ascii_whitespace())
+        && !bytes.windows(2).any(|pair| pair == b"  ")
 }
 
 /// What a tool's `input` says it does, in a few words: its `description`,

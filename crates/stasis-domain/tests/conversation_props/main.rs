@@ -18,3 +18,4 @@ mod escaping;
 mod kilo_rules;
 mod rebuild;
 mod token_budget;
+mod tool_line;
