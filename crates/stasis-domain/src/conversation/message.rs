@@ -42,7 +42,8 @@ enum PartKind {
 /// How far a text part is known to have got.
 #[derive(Default, PartialEq, Eq)]
 enum Progress {
-    /// No timing seen (a user's text, the older spellings).
+    /// Not seen streaming: no delta yet, or text without timing (a
+    /// user's, the older spellings').
     #[default]
     Unknown,
     /// Deltas came and no ended full text yet.
@@ -57,6 +58,7 @@ impl Message {
         self.removed
     }
 
+    /// Drops everything: the message was reverted away.
     pub fn remove(&mut self) {
         self.removed = true;
         self.parts = Vec::new();
@@ -64,16 +66,19 @@ impl Message {
         self.last_part = None;
     }
 
+    /// The latest role given wins.
     pub fn set_role(&mut self, role: &str) {
         if self.role.as_deref() != Some(role) {
             self.role = Some(role.to_owned());
         }
     }
 
+    /// The runtime finished writing it.
     pub fn finish(&mut self) {
         self.finished = true;
     }
 
+    /// Applies a change to the part it names (a new part is added last).
     pub fn apply_part(&mut self, update: PartUpdate<'_>) {
         // A finished message cannot grow: a delta now is a late retry.
         if self.finished && matches!(update.change, PartChange::Delta { .. }) {
