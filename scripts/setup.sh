@@ -53,13 +53,26 @@ stasis_edge_tools() {
     if [ "$(worker-build --version 2>/dev/null | awk '{print $NF}')" != "$worker_build" ]; then
         cargo install worker-build --version "$worker_build" --locked --force
     fi
-    # npm ci when node_modules was not installed from this very lockfile.
-    local stamp="$STASIS_ROOT/node_modules/.stasis-lock"
-    if [ ! -x "$STASIS_ROOT/node_modules/.bin/wrangler" ] ||
-        ! cmp -s "$STASIS_ROOT/package-lock.json" "$stamp"; then
-        (cd "$STASIS_ROOT" && npm ci --no-audit --no-fund --loglevel=error)
+    stasis_npm_packages "$STASIS_ROOT/node_modules/.bin/wrangler"
+}
+
+# npm ci when node_modules was not installed from this very lockfile, or
+# lacks the executable $1. No package runs install scripts: the Kilo CLI's
+# platform package is a plain binary, and the edge tools run without theirs.
+stasis_npm_packages() {
+    local needed="$1" stamp="$STASIS_ROOT/node_modules/.stasis-lock"
+    if [ ! -x "$needed" ] || ! cmp -s "$STASIS_ROOT/package-lock.json" "$stamp"; then
+        (cd "$STASIS_ROOT" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
         cp "$STASIS_ROOT/package-lock.json" "$stamp"
     fi
+}
+
+# The Kilo CLI (`kilo serve`) the real-agent tests drive, from the lockfile;
+# exports STASIS_KILO_BIN, where the kilo harness looks first.
+stasis_kilo() {
+    STASIS_KILO_BIN="$STASIS_ROOT/node_modules/@kilocode/cli-linux-x64/bin/kilo"
+    stasis_npm_packages "$STASIS_KILO_BIN"
+    export STASIS_KILO_BIN
 }
 
 # A copy of wrangler.toml without [build], written beside it (paths in it

@@ -1,102 +1,218 @@
-//! Reading one event into what it does to a message.
+//! Reading one event into what it does to one message.
 //!
 //! Each event's JSON is parsed once, into small structs that borrow their
 //! strings from the event (copying only strings with escapes), because a
 //! rebuild reads thousands of events and must cost about as much as reading
 //! them.
 
+use super::raw::{FlatData, MessageData, PartType, RawPart, Text};
+use super::tool::ToolCall;
 use crate::event_log::Event;
-use serde::Deserialize;
-use serde::de::{Deserializer, Visitor};
 use std::borrow::Cow;
-use std::fmt;
 
-/// What one event says about one message.
-pub(super) struct MessageUpdate<'a> {
+/// What one event does to one message.
+pub(super) struct Update<'a> {
     /// The message's id; never empty.
     pub message_id: Cow<'a, str>,
     /// The role, when the event names one.
     pub role: Option<Cow<'a, str>>,
-    /// The text change, when the event carries text.
-    pub text: Option<PartText<'a>>,
-    /// The event ends the message.
-    pub completes: bool,
+    /// What changes in one of the message's parts.
+    pub part: Option<PartUpdate<'a>>,
+    /// The event finishes the message.
+    pub finishes: bool,
+    /// The message is gone (`message.removed`).
+    pub removes_message: bool,
 }
 
-/// New text for one part of a message.
-pub(super) struct PartText<'a> {
+/// A change to one part of a message.
+pub(super) struct PartUpdate<'a> {
     /// The part's id; `None` (also for `""`) names the one unnamed part of
     /// a message.
     pub part_id: Option<Cow<'a, str>>,
-    /// Whether the text replaces the part's or extends it.
-    pub change: TextChange<'a>,
+    pub change: PartChange<'a>,
 }
 
-/// How a part's text changes.
-pub(super) enum TextChange<'a> {
-    /// The part's full text so far.
-    Replace(Cow<'a, str>),
-    /// A streamed piece to append.
-    Append(Cow<'a, str>),
+/// How a part changes.
+pub(super) enum PartChange<'a> {
+    /// The part's whole text so far; `ended` once it is final, `streamed`
+    /// when a delta came beside it (opencode < 1.2 streams that way).
+    Text {
+        full: Cow<'a, str>,
+        ended: bool,
+        streamed: bool,
+    },
+    /// A streamed piece to append; `live` for kilo's `message.part.delta`,
+    /// whose part is streaming until an ended full text arrives.
+    Delta { piece: Cow<'a, str>, live: bool },
+    /// A tool call's latest state.
+    Tool(ToolCall<'a>),
+    /// Not what was said: reasoning, step markers, synthetic text.
+    Hidden,
+    /// The part is gone (`message.part.removed`).
+    Removed,
 }
 
-/// What the event's type makes of it: `None` for types that are not about
-/// messages, else whether it ends the message.
-fn completes_message(event_type: &str) -> Option<bool> {
+/// What an event's type makes of it.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// Carries a message's info and maybe a part; `finishes` by its type
+    /// alone (the design text's `*.completed`), `announces` when a user
+    /// message that shows up in it is finished (`message.updated`).
+    Message {
+        finishes: bool,
+        announces: bool,
+    },
+    Delta,
+    MessageRemoved,
+    PartRemoved,
+}
+
+fn kind(event_type: &str) -> Option<Kind> {
+    let message = |finishes, announces| {
+        Some(Kind::Message {
+            finishes,
+            announces,
+        })
+    };
     match event_type {
-        "message.created" | "message.updated" | "message_part.updated" | "message.part.updated" => {
-            Some(false)
+        "message.updated" => message(false, true),
+        "message.created" | "message_part.updated" | "message.part.updated" => {
+            message(false, false)
         }
-        "message.completed" | "assistant.completed" => Some(true),
+        "message.completed" | "assistant.completed" => message(true, false),
+        "message.part.delta" => Some(Kind::Delta),
+        "message.removed" => Some(Kind::MessageRemoved),
+        "message.part.removed" => Some(Kind::PartRemoved),
         _ => None,
     }
 }
 
 /// The update `event` carries, or `None` when it is not a message event or
 /// is malformed.
-pub(super) fn parse(event: &Event) -> Option<MessageUpdate<'_>> {
-    let completes = completes_message(&event.event_type)?;
+pub(super) fn parse(event: &Event) -> Option<Update<'_>> {
+    let kind = kind(&event.event_type)?;
     // Serde would also read a JSON array positionally into the struct.
     if !event.data.trim_start().starts_with('{') {
         return None;
     }
-    let raw: RawData<'_> = serde_json::from_str(&event.data).ok()?;
-    let (info_id, info_role) = match raw.info {
-        Some(info) => (info.id, info.role),
+    // Each kind has its own shape, kept small; fields are taken out of it
+    // rather than it moved around, since this runs once per event.
+    let data = event.data.as_str();
+    match kind {
+        Kind::Message {
+            finishes,
+            announces,
+        } => message_update(&mut serde_json::from_str(data).ok()?, finishes, announces),
+        Kind::Delta => delta_update(&mut serde_json::from_str(data).ok()?),
+        Kind::MessageRemoved => {
+            let mut flat: FlatData<'_> = serde_json::from_str(data).ok()?;
+            let message_id = first_non_empty([flat.message_id.take()])?;
+            Some(Update::new(message_id, None).removing_message())
+        }
+        Kind::PartRemoved => {
+            let mut flat: FlatData<'_> = serde_json::from_str(data).ok()?;
+            let message_id = first_non_empty([flat.message_id.take()])?;
+            let part_id = first_non_empty([flat.part_id.take()])?;
+            let part = PartUpdate {
+                part_id: Some(part_id),
+                change: PartChange::Removed,
+            };
+            Some(Update::new(message_id, Some(part)))
+        }
+    }
+}
+
+fn message_update<'a>(
+    raw: &mut MessageData<'a>,
+    finishes: bool,
+    announces: bool,
+) -> Option<Update<'a>> {
+    let (info_id, info_role, info_finished) = match raw.info.as_mut() {
+        Some(info) => (info.id.take(), info.role.take(), info.says_finished()),
+        None => (None, None, false),
+    };
+    let user_appears = announces && info_role.as_ref().is_some_and(|role| role.0 == "user");
+    let (part_message_id, part_own_id) = match raw.part.as_mut() {
+        Some(part) => (part.message_id.take(), part.id.take()),
         None => (None, None),
     };
-    let part = raw.part.unwrap_or_default();
-    let message_id = first_non_empty([info_id, raw.message_id, part.message_id])?;
-    let role = first_non_empty([info_role, raw.role]);
-    let part_id = part.id.or(raw.part_id).filter(|id| !id.0.is_empty());
-    let text = part_text(part_id, part.kind, part.text, raw.delta);
-    Some(MessageUpdate {
-        message_id,
+    let message_id = first_non_empty([info_id, raw.message_id.take(), part_message_id])?;
+    let role = first_non_empty([info_role, raw.role.take()]);
+    let part_id = first_non_empty([part_own_id, raw.part_id.take()]);
+    let delta = raw.delta.take();
+    let change = match raw.part.as_mut() {
+        Some(part) => part_change(part, delta, part_id.is_some()),
+        None => delta.map(|Text(piece)| PartChange::Delta { piece, live: false }),
+    };
+    let part = change.map(|change| PartUpdate { part_id, change });
+    Some(Update {
+        finishes: finishes || info_finished || user_appears,
         role,
-        text,
-        completes,
+        ..Update::new(message_id, part)
     })
 }
 
-fn part_text<'a>(
-    part_id: Option<Text<'a>>,
-    kind: Option<Text<'a>>,
-    full: Option<Text<'a>>,
+/// A part's change: a text part's full text (else the older spellings'
+/// `delta` beside it), a tool's line, or nothing said. Parts other than
+/// text need an id: nothing else could refer to them.
+fn part_change<'a>(
+    part: &mut RawPart<'a>,
     delta: Option<Text<'a>>,
-) -> Option<PartText<'a>> {
-    // Reasoning, tool calls and the like are not what was said.
-    if kind.is_some_and(|kind| kind.0 != "text") {
+    has_id: bool,
+) -> Option<PartChange<'a>> {
+    match part.kind {
+        None | Some(PartType::Text) => {}
+        Some(PartType::Tool) if has_id => {
+            return Some(ToolCall::from_part(part).map_or(PartChange::Hidden, PartChange::Tool));
+        }
+        Some(_) => return has_id.then_some(PartChange::Hidden),
+    }
+    if part.synthetic == Some(true) || part.ignored == Some(true) {
+        return Some(PartChange::Hidden);
+    }
+    match (part.text.take(), delta) {
+        (Some(Text(full)), delta) => Some(PartChange::Text {
+            full,
+            // Text without timing (a user's, the older spellings') is whole.
+            ended: part.time.as_ref().is_none_or(|time| time.end.is_some()),
+            streamed: delta.is_some(),
+        }),
+        (None, Some(Text(piece))) => Some(PartChange::Delta { piece, live: false }),
+        (None, None) => None,
+    }
+}
+
+/// kilo's `message.part.delta`: a piece of a part's `text` field.
+fn delta_update<'a>(raw: &mut FlatData<'a>) -> Option<Update<'a>> {
+    if raw.field.as_ref().is_some_and(|field| !field.is_text) {
         return None;
     }
-    let change = match (full, delta) {
-        (Some(full), _) => TextChange::Replace(full.0),
-        (None, Some(delta)) => TextChange::Append(delta.0),
-        (None, None) => return None,
+    let message_id = first_non_empty([raw.message_id.take()])?;
+    let Text(piece) = raw.delta.take()?;
+    let part = PartUpdate {
+        part_id: first_non_empty([raw.part_id.take()]),
+        change: PartChange::Delta { piece, live: true },
     };
-    Some(PartText {
-        part_id: part_id.map(|id| id.0),
-        change,
-    })
+    Some(Update::new(message_id, Some(part)))
+}
+
+impl<'a> Update<'a> {
+    fn new(message_id: Cow<'a, str>, part: Option<PartUpdate<'a>>) -> Self {
+        Self {
+            message_id,
+            role: None,
+            part,
+            finishes: false,
+            removes_message: false,
+        }
+    }
+
+    fn removing_message(self) -> Self {
+        Self {
+            removes_message: true,
+            ..self
+        }
+    }
 }
 
 fn first_non_empty<const N: usize>(candidates: [Option<Text<'_>>; N]) -> Option<Cow<'_, str>> {
@@ -105,75 +221,4 @@ fn first_non_empty<const N: usize>(candidates: [Option<Text<'_>>; N]) -> Option<
         .flatten()
         .map(|text| text.0)
         .find(|text| !text.is_empty())
-}
-
-/// The fields of an event's data that matter here; all others are skipped.
-#[derive(Deserialize)]
-struct RawData<'a> {
-    #[serde(borrow)]
-    info: Option<RawInfo<'a>>,
-    #[serde(borrow)]
-    message_id: Option<Text<'a>>,
-    #[serde(borrow)]
-    role: Option<Text<'a>>,
-    #[serde(borrow)]
-    part: Option<RawPart<'a>>,
-    #[serde(borrow)]
-    part_id: Option<Text<'a>>,
-    #[serde(borrow)]
-    delta: Option<Text<'a>>,
-}
-
-#[derive(Deserialize)]
-struct RawInfo<'a> {
-    #[serde(borrow)]
-    id: Option<Text<'a>>,
-    #[serde(borrow)]
-    role: Option<Text<'a>>,
-}
-
-#[derive(Default, Deserialize)]
-struct RawPart<'a> {
-    #[serde(borrow)]
-    id: Option<Text<'a>>,
-    #[serde(borrow)]
-    text: Option<Text<'a>>,
-    #[serde(borrow, rename = "type")]
-    kind: Option<Text<'a>>,
-    #[serde(borrow, alias = "messageID")]
-    message_id: Option<Text<'a>>,
-}
-
-/// A JSON string, borrowed from the input unless it had escapes.
-///
-/// `Option<Cow<str>>` would always copy: serde only borrows into a bare
-/// `Cow<str>` field.
-struct Text<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_str(TextVisitor).map(Text)
-    }
-}
-
-struct TextVisitor;
-
-impl<'de> Visitor<'de> for TextVisitor {
-    type Value = Cow<'de, str>;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("a string")
-    }
-
-    fn visit_borrowed_str<E: serde::de::Error>(self, value: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(value))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(value.to_owned()))
-    }
-
-    fn visit_string<E: serde::de::Error>(self, value: String) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(value))
-    }
 }

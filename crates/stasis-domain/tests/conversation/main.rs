@@ -1,5 +1,6 @@
-//! The conversation rebuild, rule by rule: which events count, how a message
-//! is assembled, the budget, and the dispatch prompt.
+//! The conversation rebuild, rule by rule: which events count (kilo's and
+//! the older spellings), how a message is assembled, tool lines, the budget,
+//! and the dispatch prompt.
 
 #![allow(
     clippy::disallowed_macros,
@@ -12,6 +13,8 @@ mod support;
 
 mod budget;
 mod dispatch_prompt;
+mod kilo_events;
+mod kilo_tools;
 mod message_lifecycle;
 mod parts;
 mod which_events;

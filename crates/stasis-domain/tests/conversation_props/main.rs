@@ -13,10 +13,14 @@
 )]
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 
+mod kilo_spec;
+mod kilo_stream;
 mod spec;
 mod stream;
 
 mod arbitrary_events;
 mod escaping;
+mod kilo_rules;
 mod rebuild;
 mod token_budget;
+mod tool_line;

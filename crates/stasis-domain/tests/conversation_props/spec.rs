@@ -41,7 +41,7 @@ pub(crate) struct StreamSpec {
     pub(crate) styles: Vec<Index>,
 }
 
-fn text() -> impl Strategy<Value = String> {
+pub(crate) fn text() -> impl Strategy<Value = String> {
     "[a-zA-Z0-9 .,éü😀\n\"\\\\<>/{}]{1,40}"
 }
 

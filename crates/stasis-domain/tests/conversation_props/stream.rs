@@ -1,5 +1,6 @@
-//! Generating streams: a spec turned into log events, texts cut into deltas,
-//! ids named every way, messages interleaved.
+//! Generating streams in the older spellings (the design text's names,
+//! opencode < 1.2's `delta` beside the part): a spec turned into log events,
+//! texts cut into deltas, ids named every way, messages interleaved.
 
 use crate::spec::{Form, MessageSpec, PartSpec, StreamSpec};
 use proptest::sample::Index;
@@ -22,25 +23,25 @@ pub(crate) struct Generated {
 }
 
 /// Endless choices from a non-empty list of indexes.
-struct Choices<'a> {
-    from: &'a [Index],
-    next: usize,
+pub(crate) struct Choices<'a> {
+    pub(crate) from: &'a [Index],
+    pub(crate) next: usize,
 }
 
 impl Choices<'_> {
-    fn pick(&mut self, len: usize) -> usize {
+    pub(crate) fn pick(&mut self, len: usize) -> usize {
         let index = self.from[self.next % self.from.len()];
         self.next += 1;
         index.index(len)
     }
 
-    fn coin(&mut self) -> bool {
+    pub(crate) fn coin(&mut self) -> bool {
         self.pick(2) == 1
     }
 }
 
 /// `text` cut at the char boundaries the indexes pick.
-fn pieces(text: &str, cuts: &[Index]) -> Vec<String> {
+pub(crate) fn pieces(text: &str, cuts: &[Index]) -> Vec<String> {
     let boundaries: Vec<usize> = text
         .char_indices()
         .map(|(at, _)| at)
@@ -143,10 +144,11 @@ fn op_event(
         }
     };
     with_ids(&mut data, &format!("m{message}"), role, styles.pick(3));
+    // Not `message.updated`: there a user's role finishes the message.
     let types = [
         "message_part.updated",
         "message.part.updated",
-        "message.updated",
+        "message.created",
     ];
     Generated {
         event_type: types[styles.pick(types.len())],

@@ -1,0 +1,200 @@
+//! A tool part as one short line of its assistant turn:
+//! `[tool bash: Print hi — completed]`.
+
+use super::raw::{RawPart, RawToolState, Text};
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
+use std::fmt;
+
+/// Characters of a tool's name kept in its line.
+pub const TOOL_NAME_MAX_CHARS: usize = 40;
+/// Characters of a tool's title or input summary kept in its line.
+pub const TOOL_SUMMARY_MAX_CHARS: usize = 80;
+
+/// What a tool part says, borrowed from its event.
+pub(super) struct ToolCall<'a> {
+    name: Cow<'a, str>,
+    summary: Option<Cow<'a, str>>,
+    status: &'static str,
+}
+
+impl<'a> ToolCall<'a> {
+    /// The call a `type: "tool"` part describes, or `None` when it names no
+    /// tool.
+    pub fn from_part(part: &mut RawPart<'a>) -> Option<Self> {
+        let name = part.tool.take().map(|Text(name)| name);
+        let name = name.filter(|name| !name.is_empty())?;
+        let (status, summary) = match part.state.take() {
+            Some(state) => {
+                let RawToolState {
+                    status,
+                    title,
+                    input,
+                } = *state;
+                let title = title.map(|Text(title)| title);
+                let input = input.and_then(|InputSummary(summary)| summary);
+                let summary = title.filter(|t| !t.trim().is_empty()).or(input);
+                (status_word(status.as_ref().map(|s| s.0.as_ref())), summary)
+            }
+            None => (status_word(None), None),
+        };
+        Some(Self {
+            name,
+            summary,
+            status,
+        })
+    }
+
+    /// Writes the line into `out` (which the caller has cleared).
+    pub fn render_into(&self, out: &mut String) {
+        out.push_str("[tool ");
+        push_squeezed(out, &self.name, TOOL_NAME_MAX_CHARS);
+        if let Some(summary) = &self.summary {
+            out.push_str(": ");
+            push_squeezed(out, summary, TOOL_SUMMARY_MAX_CHARS);
+        }
+        out.push_str(" — ");
+        out.push_str(self.status);
+        out.push(']');
+    }
+}
+
+/// kilo's statuses as they are; anything else is `unknown`.
+fn status_word(status: Option<&str>) -> &'static str {
+    match status {
+        Some("pending") => "pending",
+        Some("running") => "running",
+        Some("completed") => "completed",
+        Some("error") => "error",
+        _ => "unknown",
+    }
+}
+
+/// `text` on one line (each run of whitespace one space, none at either
+/// end), at most `max_chars` characters, the last one `…` when cut.
+fn push_squeezed(out: &mut String, text: &str, max_chars: usize) {
+    if text.len() <= max_chars && is_squeezed_ascii(text) {
+        // The usual short title: as it is.
+        out.push_str(text);
+        return;
+    }
+    let chars = text
+        .split_whitespace()
+        .flat_map(|word| std::iter::once(' ').chain(word.chars()))
+        .skip(1);
+    for (written, next) in chars.enumerate() {
+        if written == max_chars {
+            if written > 0 {
+                out.pop();
+            }
+            out.push('…');
+            return;
+        }
+        out.push(next);
+    }
+}
+
+/// ASCII already on one line: no whitespace but single spaces between
+/// words.
+fn is_squeezed_ascii(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let edge_space = |byte: Option<&u8>| byte.is_some_and(u8::is_ascii_whitespace);
+    text.is_ascii()
+        && !edge_space(bytes.first())
+        && !edge_space(bytes.last())
+        && bytes.iter().all(|&b| b == b' ' || !b.is_ascii_whitespace())
+        && !bytes.windows(2).any(|pair| pair == b"  ")
+}
+
+/// What a tool's `input` says it does, in a few words: its `description`,
+/// else its `command`, else its first non-empty string field (a path, a
+/// pattern, a URL). Input that is not an object says nothing.
+pub(super) struct InputSummary<'a>(pub Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for InputSummary<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(Summarize { nested: false })
+            .map(InputSummary)
+    }
+}
+
+/// One field's value in the input: a non-empty string kept, anything else
+/// skipped.
+struct FieldValue<'a>(Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FieldValue<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(Summarize { nested: true })
+            .map(FieldValue)
+    }
+}
+
+/// Reads the input object (`nested: false`) or one of its values.
+struct Summarize {
+    nested: bool,
+}
+
+impl<'de> Visitor<'de> for Summarize {
+    type Value = Option<Cow<'de, str>>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a tool's input")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        if self.nested {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            return Ok(None);
+        }
+        let (mut description, mut command, mut first) = (None, None, None);
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            let FieldValue(value) = map.next_value()?;
+            let Some(value) = value else { continue };
+            match key.as_ref() {
+                "description" => description = Some(value),
+                "command" => command = Some(value),
+                _ if first.is_none() => first = Some(value),
+                _ => {}
+            }
+        }
+        Ok(description.or(command).or(first))
+    }
+
+    fn visit_borrowed_str<E: serde::de::Error>(self, value: &'de str) -> Result<Self::Value, E> {
+        let keep = self.nested && !value.trim().is_empty();
+        Ok(keep.then_some(Cow::Borrowed(value)))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        let keep = self.nested && !value.trim().is_empty();
+        Ok(keep.then(|| Cow::Owned(value.to_owned())))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
