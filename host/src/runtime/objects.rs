@@ -5,6 +5,7 @@ use super::{
     components::Components,
     kv_folder::KvFolder,
     object::{Object, ObjectKind},
+    readiness::Readiness,
 };
 use crate::config::ServeConfig;
 use bytes::Bytes;
@@ -39,6 +40,7 @@ struct Inner {
     kv: Arc<KvFolder>,
     agents: Mutex<HashMap<AgentKey, Arc<Object>>>,
     towns: Mutex<HashMap<String, Arc<Object>>>,
+    readiness: Readiness,
 }
 
 impl HostObjects {
@@ -56,6 +58,7 @@ impl HostObjects {
                 kv: Arc::new(kv),
                 agents: Mutex::new(HashMap::new()),
                 towns: Mutex::new(HashMap::new()),
+                readiness: Readiness::new(config.data_dir.clone(), config.durability),
             }),
         }
     }
@@ -162,6 +165,10 @@ impl Objects for HostObjects {
     async fn wait_for_events(&self, key: &AgentKey, last_seq: u64, timeout: Duration) {
         let mut seqs = self.agent_object(key).watch_last_seq();
         let _ = tokio::time::timeout(timeout, seqs.wait_for(|seq| *seq > last_seq)).await;
+    }
+
+    async fn ready(&self) -> Result<(), DomainError> {
+        self.inner.readiness.check().await
     }
 
     fn now_ms(&self) -> i64 {
