@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use stasis_sqlite::Durability;
-use std::{net::SocketAddr, path::PathBuf};
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 /// Everything `serve` needs.
 #[derive(Debug, Clone)]
@@ -19,6 +19,27 @@ pub struct ServeConfig {
     pub snapshot_inline_limit: u64,
     /// The token secret; `None` serves loopback only, without auth.
     pub secret: Option<Vec<u8>>,
+    /// How many objects stay open, and for how long.
+    pub objects: ObjectLimits,
+}
+
+/// Open objects (an agent's or a town's SQLite connection and its queue).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectLimits {
+    /// The most objects kept open; past it, the least recently used idle
+    /// ones are closed.
+    pub max_open: usize,
+    /// An object unused this long is closed.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ObjectLimits {
+    fn default() -> Self {
+        Self {
+            max_open: 1024,
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
 }
 
 impl ServeConfig {
@@ -40,6 +61,12 @@ impl ServeConfig {
                 "--snapshot-inline-limit may be at most {max_inline} bytes (a Durable Object row \
                  holds at most 2,000,000 bytes)"
             );
+        }
+        if self.objects.idle_timeout.is_zero() {
+            bail!("--object-idle-timeout must be longer than zero");
+        }
+        if self.objects.max_open == 0 {
+            bail!("--max-open-objects must be at least 1");
         }
         Ok(())
     }

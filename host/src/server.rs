@@ -29,6 +29,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         durability = ?config.durability,
         max_events_per_agent = config.max_events_per_agent,
         snapshot_inline_limit = config.snapshot_inline_limit,
+        objects = ?config.objects,
         "stasis is serving"
     );
     if config.secret.is_none() {
@@ -51,6 +52,7 @@ pub fn build_api(config: &ServeConfig) -> anyhow::Result<Arc<Api<HostObjects>>> 
 
 /// Accepts connections until SIGTERM or SIGINT, then drains for a moment.
 pub async fn serve(listener: TcpListener, api: Arc<Api<HostObjects>>) -> anyhow::Result<()> {
+    api.objects().spawn_idle_closer();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown_signal());
     loop {

@@ -2,7 +2,7 @@
 //! default), or one given by `--url`.
 
 use anyhow::Context;
-use stasis_host::config::ServeConfig;
+use stasis_host::config::{ObjectLimits, ServeConfig};
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
@@ -48,6 +48,7 @@ impl Target {
             max_events_per_agent: stasis_domain::limits::DEFAULT_MAX_EVENTS,
             snapshot_inline_limit: stasis_domain::snapshot::DEFAULT_INLINE_LIMIT,
             secret: None,
+            objects: ObjectLimits::default(),
         };
         config.check()?;
         let runtime =
