@@ -2,7 +2,7 @@
 
 use crate::SecretArgs;
 use clap::Args;
-use stasis_host::config::{self, ObjectLimits, ServeConfig};
+use stasis_host::config::{self, ObjectLimits, ServeConfig, ServerLimits};
 use std::{net::SocketAddr, path::PathBuf};
 
 #[derive(Args)]
@@ -30,9 +30,26 @@ pub struct ServeArgs {
     secret: SecretArgs,
 }
 
-/// Caps and timeouts; durations are written like `15s`, `500ms` or `2m`.
+/// Timeouts and caps; durations are written like `15s`, `500ms` or `2m`.
 #[derive(Args)]
 struct LimitArgs {
+    /// The longest a request head may take to arrive, from the connection's
+    /// start or the first byte after a response.
+    #[arg(long, env = "STASIS_HEADER_TIMEOUT", default_value_t = ServerLimits::default().header_timeout.into())]
+    header_timeout: humantime::Duration,
+    /// How long a keep-alive connection may sit idle between requests.
+    #[arg(long, env = "STASIS_IDLE_TIMEOUT", default_value_t = ServerLimits::default().idle_timeout.into())]
+    idle_timeout: humantime::Duration,
+    /// The slowest a request body may arrive, in bytes per second over each
+    /// --body-rate-window (0: no minimum).
+    #[arg(long, env = "STASIS_BODY_MIN_RATE", default_value_t = ServerLimits::default().body_min_rate)]
+    body_min_rate: u64,
+    /// The window --body-min-rate is measured over.
+    #[arg(long, env = "STASIS_BODY_RATE_WINDOW", default_value_t = ServerLimits::default().body_window.into())]
+    body_rate_window: humantime::Duration,
+    /// Connections served at once; one more is answered 503.
+    #[arg(long, env = "STASIS_MAX_CONNECTIONS", default_value_t = ServerLimits::default().max_connections)]
+    max_connections: usize,
     /// Objects (agents and towns) kept open at once; past it the least
     /// recently used idle ones are closed.
     #[arg(long, env = "STASIS_MAX_OPEN_OBJECTS", default_value_t = ObjectLimits::default().max_open)]
@@ -53,6 +70,13 @@ impl ServeArgs {
             max_events_per_agent: self.max_events_per_agent,
             snapshot_inline_limit: self.snapshot_inline_limit,
             secret: config::load_secret(self.secret.secret, self.secret.secret_file)?,
+            server: ServerLimits {
+                header_timeout: limits.header_timeout.into(),
+                idle_timeout: limits.idle_timeout.into(),
+                body_min_rate: limits.body_min_rate,
+                body_window: limits.body_rate_window.into(),
+                max_connections: limits.max_connections,
+            },
             objects: ObjectLimits {
                 max_open: limits.max_open_objects,
                 idle_timeout: limits.object_idle_timeout.into(),
