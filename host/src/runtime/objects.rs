@@ -79,11 +79,6 @@ impl HostObjects {
         });
     }
 
-    /// How many objects are open now.
-    pub fn open_count(&self) -> usize {
-        self.inner.open.len()
-    }
-
     fn env(&self) -> ObjectEnv {
         ObjectEnv {
             now_ms: self.now_ms(),
