@@ -41,12 +41,17 @@
 //! and the edge's (`<!-- bench:edge:start -->` … `<!-- bench:edge:end -->`)
 //! when the edge ran, and keeps the rest. `scripts/bench` installs, builds
 //! and runs it, `wrangler dev` included.
+//!
+//! `--many-agents N [--max-open-objects M]` runs something else instead:
+//! one append to each of N agents on a spawned host, with its descriptors
+//! and resident set sampled along the way (see [`many_agents`]).
 
 mod client;
 mod cpu;
 mod edge_report;
 mod logs;
 mod machine;
+mod many_agents;
 mod native;
 mod peer;
 mod plan;
@@ -117,6 +122,14 @@ struct Args {
     /// Skip the edge even when `--edge-url` is given.
     #[arg(long)]
     no_edge: bool,
+    /// Instead of the benchmark: touch this many agents once each on a
+    /// spawned host and print its descriptors and resident set along the
+    /// way (the open-object cap at work).
+    #[arg(long, value_name = "N", conflicts_with_all = ["url", "record", "edge_url"])]
+    many_agents: Option<u64>,
+    /// The host's `--max-open-objects` for `--many-agents`.
+    #[arg(long, value_name = "M", requires = "many_agents")]
+    max_open_objects: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -135,6 +148,15 @@ fn main() -> ExitCode {
 
 /// Runs the benchmark; `Ok(false)` when some workload failed.
 fn run(args: Args) -> Result<bool> {
+    if let Some(agents) = args.many_agents {
+        many_agents::run(&many_agents::ManyAgents {
+            bin: args.stasis_bin.clone(),
+            agents,
+            max_open_objects: args.max_open_objects,
+            tmp_dir: args.tmp_dir.clone(),
+        })?;
+        return Ok(true);
+    }
     let options = plan::Options {
         quick: args.quick,
         stasis_bin: args.stasis_bin.clone(),

@@ -50,6 +50,8 @@ pub struct HostConfig {
     pub secret: String,
     /// Where its stdout and stderr go.
     pub log: PathBuf,
+    /// More flags for `stasis serve`.
+    pub extra_args: Vec<String>,
 }
 
 /// A host started by the bench; stopped when dropped.
@@ -76,6 +78,7 @@ impl StasisHost {
             .arg(&config.data_dir)
             .arg("--durability")
             .arg(config.durability.flag())
+            .args(&config.extra_args)
             .env("STASIS_SECRET", &config.secret)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log.try_clone()?))

@@ -67,6 +67,7 @@ impl DurableObject for AgentObject {
                 }
                 Ok(response.with_headers(headers))
             }
+            "/ready" => Response::from_json(&self.core.probe()),
             other => Response::error(format!("no such object route {other}"), 404),
         }
     }
@@ -92,6 +93,11 @@ impl AgentCore {
             }
         }
         reply
+    }
+
+    /// Readiness: one read of the object's SQLite.
+    fn probe(&self) -> std::result::Result<(), DomainError> {
+        event_log::state(&self.sql).map(drop)
     }
 }
 
@@ -131,6 +137,11 @@ impl Objects for LocalAgent {
         self.0.waiters.borrow_mut().push(wake);
         let delay = worker::Delay::from(timeout);
         futures::future::select(woken, delay).await;
+    }
+
+    /// The probe the worker's readiness runs in its own object.
+    async fn ready(&self) -> std::result::Result<(), DomainError> {
+        self.0.probe()
     }
 
     fn now_ms(&self) -> i64 {

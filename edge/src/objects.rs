@@ -18,6 +18,9 @@ use worker::{Env, Method, Request, RequestInit, Response, Stub};
 const AGENTS: &str = "AGENTS";
 /// The binding of the town Durable Object class in wrangler.toml.
 const TOWNS: &str = "TOWNS";
+/// The agent-class Durable Object that readiness probes. Agents are named
+/// `<town>/<rig>/<agent>`; this name has no `/`, so it is never an agent's.
+const READINESS_OBJECT: &str = "stasis-readiness";
 
 /// Reaches objects through their Durable Object stubs.
 #[derive(Clone)]
@@ -103,6 +106,26 @@ impl Objects for EdgeObjects {
     /// appends; the worker itself only ever polls.
     async fn wait_for_events(&self, _key: &AgentKey, _last_seq: u64, timeout: Duration) {
         worker::Delay::from(timeout.min(Duration::from_secs(1))).await;
+    }
+
+    /// A storage round trip through a Durable Object kept for the probe.
+    async fn ready(&self) -> Result<(), DomainError> {
+        let unreachable =
+            |err: worker::Error| DomainError::Storage(format!("readiness object: {err}"));
+        let namespace = self.env.durable_object(AGENTS).map_err(unreachable)?;
+        let stub = namespace
+            .id_from_name(READINESS_OBJECT)
+            .and_then(|id| id.get_stub())
+            .map_err(unreachable)?;
+        let request = post_json("https://agent.stasis/ready", "{}").map_err(unreachable)?;
+        let mut response = stub
+            .fetch_with_request(request)
+            .await
+            .map_err(unreachable)?;
+        response
+            .json::<Result<(), DomainError>>()
+            .await
+            .map_err(unreachable)?
     }
 
     fn now_ms(&self) -> i64 {

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use stasis_sqlite::Durability;
-use std::{net::SocketAddr, path::PathBuf};
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 /// Everything `serve` needs.
 #[derive(Debug, Clone)]
@@ -19,6 +19,59 @@ pub struct ServeConfig {
     pub snapshot_inline_limit: u64,
     /// The token secret; `None` serves loopback only, without auth.
     pub secret: Option<Vec<u8>>,
+    /// Timeouts and the connection cap.
+    pub server: ServerLimits,
+    /// How many objects stay open, and for how long.
+    pub objects: ObjectLimits,
+}
+
+/// How the HTTP server bounds what a client may hold open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// The longest a request head may take: from the connection's start,
+    /// or from the first byte after a response.
+    pub header_timeout: Duration,
+    /// How long a keep-alive connection may sit with no request and no
+    /// traffic before it is closed.
+    pub idle_timeout: Duration,
+    /// The slowest a request body may arrive, in bytes per second, measured
+    /// over each `body_window`; 0 lets a body stall for ever.
+    pub body_min_rate: u64,
+    /// The window `body_min_rate` is measured over.
+    pub body_window: Duration,
+    /// Connections served at once; one more is answered 503.
+    pub max_connections: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(15),
+            idle_timeout: Duration::from_secs(60),
+            body_min_rate: 1024,
+            body_window: Duration::from_secs(15),
+            max_connections: 1024,
+        }
+    }
+}
+
+/// Open objects (an agent's or a town's SQLite connection and its queue).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectLimits {
+    /// The most objects kept open; past it, the least recently used idle
+    /// ones are closed.
+    pub max_open: usize,
+    /// An object unused this long is closed.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ObjectLimits {
+    fn default() -> Self {
+        Self {
+            max_open: 1024,
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
 }
 
 impl ServeConfig {
@@ -40,6 +93,25 @@ impl ServeConfig {
                 "--snapshot-inline-limit may be at most {max_inline} bytes (a Durable Object row \
                  holds at most 2,000,000 bytes)"
             );
+        }
+        self.check_limits()
+    }
+
+    fn check_limits(&self) -> anyhow::Result<()> {
+        let durations = [
+            ("--header-timeout", self.server.header_timeout),
+            ("--idle-timeout", self.server.idle_timeout),
+            ("--body-rate-window", self.server.body_window),
+            ("--object-idle-timeout", self.objects.idle_timeout),
+        ];
+        if let Some((flag, _)) = durations.iter().find(|(_, d)| d.is_zero()) {
+            bail!("{flag} must be longer than zero");
+        }
+        if self.server.max_connections == 0 {
+            bail!("--max-connections must be at least 1");
+        }
+        if self.objects.max_open == 0 {
+            bail!("--max-open-objects must be at least 1");
         }
         Ok(())
     }

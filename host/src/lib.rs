@@ -10,5 +10,6 @@
 //! - [`config`]: settings, the secret, and what defaults to what.
 
 pub mod config;
+pub mod panics;
 pub mod runtime;
 pub mod server;

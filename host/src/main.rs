@@ -2,12 +2,13 @@
 //! end-to-end demo.
 
 mod demo;
+mod serve_args;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use stasis_api::auth::{self, Scope};
-use stasis_host::config::{self, ServeConfig};
-use std::{net::SocketAddr, path::PathBuf};
+use stasis_host::config;
+use std::path::PathBuf;
 
 /// Reads and appends allocate per event on both sides of the wasm boundary;
 /// mimalloc takes that load better than the system allocator.
@@ -25,7 +26,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the HTTP API from a local data folder.
-    Serve(ServeArgs),
+    Serve(serve_args::ServeArgs),
     /// Print a bearer token minted from the secret.
     Token(TokenArgs),
     /// Run the spec's scenario end to end: container A is evicted, container
@@ -34,36 +35,13 @@ enum Command {
 }
 
 #[derive(Args)]
-struct SecretArgs {
+pub(crate) struct SecretArgs {
     /// The token secret (at least 16 characters).
     #[arg(long, env = "STASIS_SECRET", hide_env_values = true)]
-    secret: Option<String>,
+    pub(crate) secret: Option<String>,
     /// A file holding the token secret.
     #[arg(long, env = "STASIS_SECRET_FILE")]
-    secret_file: Option<PathBuf>,
-}
-
-#[derive(Args)]
-struct ServeArgs {
-    /// Address to listen on. Without a secret, only loopback is allowed.
-    #[arg(long, env = "STASIS_LISTEN", default_value = "127.0.0.1:8787")]
-    listen: SocketAddr,
-    /// Folder for every object's SQLite database and the KV blobs.
-    #[arg(long, env = "STASIS_DATA_DIR", default_value = "./stasis-data")]
-    data_dir: PathBuf,
-    /// `fsync`: an acknowledged write survives power loss (default).
-    /// `os`: it survives a killed process, not a power cut; faster.
-    #[arg(long, env = "STASIS_DURABILITY", default_value = "fsync", value_parser = config::parse_durability)]
-    durability: stasis_sqlite::Durability,
-    /// Retention: events kept per agent; the oldest go first.
-    #[arg(long, env = "STASIS_MAX_EVENTS_PER_AGENT", default_value_t = stasis_domain::limits::DEFAULT_MAX_EVENTS)]
-    max_events_per_agent: u64,
-    /// kilo.db snapshots up to this many bytes are stored in the agent's
-    /// SQL; larger ones (up to 26,214,400) in the KV folder.
-    #[arg(long, env = "STASIS_SNAPSHOT_INLINE_LIMIT", default_value_t = stasis_domain::snapshot::DEFAULT_INLINE_LIMIT)]
-    snapshot_inline_limit: u64,
-    #[command(flatten)]
-    secret: SecretArgs,
+    pub(crate) secret_file: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -87,7 +65,7 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-fn serve(args: ServeArgs) -> anyhow::Result<()> {
+fn serve(args: serve_args::ServeArgs) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("STASIS_LOG")
@@ -96,14 +74,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let config = ServeConfig {
-        listen: args.listen,
-        data_dir: args.data_dir,
-        durability: args.durability,
-        max_events_per_agent: args.max_events_per_agent,
-        snapshot_inline_limit: args.snapshot_inline_limit,
-        secret: config::load_secret(args.secret.secret, args.secret.secret_file)?,
-    };
+    let config = args.into_config()?;
     config.check()?;
     let runtime = stasis_host::runtime::async_runtime().context("starting the async runtime")?;
     let served = runtime.block_on(stasis_host::server::run(config));

@@ -39,6 +39,7 @@ pub(super) fn spawned(
             durability,
             secret: secret.clone(),
             log: tmp.join(format!("{name}.log")),
+            extra_args: Vec::new(),
         })
     };
 

@@ -68,7 +68,7 @@ pub async fn peak_rss(config: &HostConfig, agent_path: &str, body: usize) -> Res
 }
 
 /// A `kB` field of `/proc/PID/status`.
-fn status_kib(pid: u32, field: &str) -> Result<u64> {
+pub fn status_kib(pid: u32, field: &str) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .with_context(|| format!("reading /proc/{pid}/status"))?;
     parse_kib(&status, field).with_context(|| format!("no {field} in /proc/{pid}/status"))

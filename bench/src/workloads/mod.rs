@@ -6,6 +6,7 @@
 pub mod catchup;
 pub mod conversation;
 pub mod latency;
+pub mod many_agents;
 pub mod memory;
 pub mod push;
 pub mod recovery;

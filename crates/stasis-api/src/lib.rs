@@ -94,8 +94,7 @@ impl<O: Objects + Snapshots> Api<O> {
     /// Checks a request's head; see the crate docs for the order.
     pub fn admit(&self, head: &Parts) -> Result<Admitted, ApiError> {
         let path = head.uri.path();
-        let public = path == "/healthz";
-        let scope = if public {
+        let scope = if route::is_public(path) {
             Scope::Admin
         } else {
             self.authenticate(&head.headers)?
@@ -165,7 +164,11 @@ impl<O: Objects + Snapshots> Api<O> {
         let query = query::Query::parse(query.as_deref());
         let objects = &self.objects;
         let response = match endpoint {
-            Endpoint::Health => reply::raw_json(StatusCode::OK, br#"{"status":"ok"}"#.to_vec()),
+            Endpoint::Health => {
+                objects.ready().await.map_err(not_ready)?;
+                reply::raw_json(StatusCode::OK, br#"{"status":"ok"}"#.to_vec())
+            }
+            Endpoint::Live => reply::raw_json(StatusCode::OK, br#"{"status":"ok"}"#.to_vec()),
             Endpoint::Agent(key, AgentEndpoint::Events) if method == Method::POST => {
                 let batch = events::parse_append(&body)?;
                 events::render(objects.agent(&key, AgentCall::AppendEvents(batch)).await?)
@@ -257,6 +260,24 @@ impl<O: Objects + Snapshots> Api<O> {
             }
         }
     }
+}
+
+/// How long a load balancer should wait before asking a host that is not
+/// ready again.
+const NOT_READY_RETRY_SECS: u64 = 5;
+
+/// The 503 of `GET /healthz` when storage fails; the cause (which may name
+/// files) goes to the log only.
+fn not_ready(err: stasis_domain::DomainError) -> ApiError {
+    let mut error = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "not_ready",
+        "storage does not take writes now; the server log holds the cause",
+    )
+    .with("retry_after", NOT_READY_RETRY_SECS)
+    .with_header(header::RETRY_AFTER, NOT_READY_RETRY_SECS.to_string());
+    error.cause = Some(err.to_string().into_boxed_str());
+    error
 }
 
 /// The head of an SSE response.

@@ -40,6 +40,12 @@ pub trait Objects {
         timeout: Duration,
     ) -> impl Future<Output = ()>;
 
+    /// Readiness: whether the runtime's storage takes a small durable write
+    /// now (`GET /healthz`). It must be cheap, since load balancers ask
+    /// every few seconds, and must change no object's state. The error's
+    /// detail goes to the server's log only.
+    fn ready(&self) -> impl Future<Output = Result<(), DomainError>>;
+
     /// The runtime's clock, in ms since the epoch (wasm32 targets have no
     /// portable clock, so the runtime supplies it).
     fn now_ms(&self) -> i64;

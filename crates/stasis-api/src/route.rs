@@ -7,8 +7,10 @@ use stasis_domain::{DomainError, ids, ids::AgentKey};
 /// An endpoint, with the ids its path carries (already validated).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
-    /// `GET /healthz`
+    /// `GET /healthz`: readiness (storage writable).
     Health,
+    /// `GET /livez`: liveness (the process answers; storage untouched).
+    Live,
     /// `/api/towns/{town}...`
     Town(String, TownEndpoint),
     /// `/api/towns/{town}/rigs/{rig}/agents/{agent}...`
@@ -92,7 +94,7 @@ impl Endpoint {
     /// The town whose scope this endpoint needs, if any.
     pub fn town(&self) -> Option<&str> {
         match self {
-            Endpoint::Health => None,
+            Endpoint::Health | Endpoint::Live => None,
             Endpoint::Town(town, _) => Some(town),
             Endpoint::Agent(key, _) => Some(&key.town),
         }
@@ -100,11 +102,16 @@ impl Endpoint {
 
     fn allowed_methods(&self) -> &'static [Method] {
         match self {
-            Endpoint::Health => &[Method::GET],
+            Endpoint::Health | Endpoint::Live => &[Method::GET],
             Endpoint::Town(_, endpoint) => endpoint.allowed_methods(),
             Endpoint::Agent(_, endpoint) => endpoint.allowed_methods(),
         }
     }
+}
+
+/// Whether `path` needs no token: readiness and liveness probes.
+pub fn is_public(path: &str) -> bool {
+    matches!(path, "/healthz" | "/livez")
 }
 
 /// Resolves `raw_path` (still percent-encoded) for `method`: 404 when no
@@ -130,6 +137,7 @@ fn shape(segments: &[&str]) -> Option<Endpoint> {
     let owned = |s: &str| s.to_owned();
     Some(match segments {
         ["healthz"] => Endpoint::Health,
+        ["livez"] => Endpoint::Live,
         ["api", "towns", town, rest @ ..] => match rest {
             ["rigs", rig, "agents", agent, rest @ ..] => Endpoint::Agent(
                 AgentKey {
@@ -180,7 +188,7 @@ fn agent_endpoint(rest: &[&str]) -> Option<AgentEndpoint> {
 fn check_ids(endpoint: &Endpoint) -> Result<(), ApiError> {
     let check = |what: &str, id: &str| ids::check_id(what, id).map(drop).map_err(ApiError::from);
     match endpoint {
-        Endpoint::Health => Ok(()),
+        Endpoint::Health | Endpoint::Live => Ok(()),
         Endpoint::Town(town, _) => check("town", town),
         Endpoint::Agent(key, endpoint) => {
             AgentKey::new(&key.town, &key.rig, &key.agent).map_err(ApiError::from)?;
@@ -276,6 +284,24 @@ mod tests {
         assert_eq!(code("/api/towns/t/rigs/r/agents/a/nope"), "not_found");
         assert_eq!(code("/nope"), "not_found");
         assert_eq!(code("/api/towns/../rigs/r/agents/a/nope"), "not_found");
+    }
+
+    #[test]
+    fn health_paths_resolve_for_get_and_head_only() {
+        assert_eq!(
+            resolve("/healthz", &Method::GET).map_err(|e| e.code),
+            Ok(Endpoint::Health)
+        );
+        assert_eq!(
+            resolve("/livez", &Method::HEAD).map_err(|e| e.code),
+            Ok(Endpoint::Live)
+        );
+        assert_eq!(
+            resolve("/livez", &Method::POST)
+                .map(|_| ())
+                .map_err(|e| e.code),
+            Err("method_not_allowed".to_owned())
+        );
     }
 
     #[test]

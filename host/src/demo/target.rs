@@ -2,7 +2,7 @@
 //! default), or one given by `--url`.
 
 use anyhow::Context;
-use stasis_host::config::ServeConfig;
+use stasis_host::config::{ObjectLimits, ServeConfig, ServerLimits};
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
@@ -48,6 +48,8 @@ impl Target {
             max_events_per_agent: stasis_domain::limits::DEFAULT_MAX_EVENTS,
             snapshot_inline_limit: stasis_domain::snapshot::DEFAULT_INLINE_LIMIT,
             secret: None,
+            server: ServerLimits::default(),
+            objects: ObjectLimits::default(),
         };
         config.check()?;
         let runtime =
@@ -61,7 +63,7 @@ impl Target {
         runtime.spawn(async move {
             // `serve` returns only when Ctrl-C or SIGTERM stops it; the demo
             // cannot go on without its server, so it ends here too.
-            let _ = stasis_host::server::serve(listener, api).await;
+            let _ = stasis_host::server::serve(listener, api, ServerLimits::default()).await;
             eprintln!("stasis demo: interrupted");
             if let Some(root) = temp_root {
                 remove_quietly(&root);

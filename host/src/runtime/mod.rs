@@ -9,6 +9,8 @@ pub mod kv_folder;
 pub mod kv_set;
 pub mod object;
 pub mod objects;
+pub mod open_objects;
+pub mod readiness;
 pub mod session_calls;
 pub mod snapshot_calls;
 

@@ -27,6 +27,7 @@ use stasis_domain::{
 };
 use stasis_sqlite::{Durability, SqliteStore};
 use std::{
+    panic::{AssertUnwindSafe, catch_unwind},
     path::PathBuf,
     sync::{Arc, Mutex, PoisonError},
 };
@@ -109,11 +110,25 @@ impl Object {
         if start_worker {
             let object = Arc::clone(self);
             let components = Arc::clone(components);
-            tokio::task::spawn_blocking(move || object.drain(&components));
+            tokio::task::spawn_blocking(move || object.drain_through_panics(&components));
         }
         answer.await.map_err(|_| {
             DomainError::Storage("the object's worker stopped before answering".into())
         })?
+    }
+
+    /// [`Object::drain`], started again after a panic: the group that
+    /// panicked has lost its calls (their callers get a 500) and its
+    /// database connection, which rolls its transaction back; the calls
+    /// queued behind it still run, and the object stays usable.
+    fn drain_through_panics(&self, components: &Components) {
+        while let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.drain(components))) {
+            tracing::error!(
+                object = %self.path.display(),
+                panic = crate::panics::message(&*panic),
+                "an object's worker panicked; its call group was rolled back"
+            );
+        }
     }
 
     /// Runs queued calls, group by group, until the queue is empty.

@@ -1,10 +1,12 @@
-//! The host's [`Objects`] port: a pool of agent objects on disk.
+//! The host's [`Objects`] port: the agent and town objects of a data folder.
 
 use super::{
     calls::{ObjectAnswer, ObjectCall, SnapshotAnswer, SnapshotOp},
     components::Components,
     kv_folder::KvFolder,
     object::{Object, ObjectKind},
+    open_objects::{ObjectKey, OpenObjects},
+    readiness::Readiness,
 };
 use crate::config::ServeConfig;
 use bytes::Bytes;
@@ -18,13 +20,13 @@ use stasis_domain::{
 };
 use stasis_sqlite::Durability;
 use std::{
-    collections::HashMap,
     path::PathBuf,
-    sync::{Arc, Mutex, PoisonError},
+    sync::Arc,
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-/// Every object this host has opened, by key. Cheap to clone.
+/// The objects of this host's data folder, opened on demand and closed
+/// when idle (see [`OpenObjects`]). Cheap to clone.
 #[derive(Clone)]
 pub struct HostObjects {
     inner: Arc<Inner>,
@@ -37,8 +39,8 @@ struct Inner {
     max_events: u64,
     snapshot_inline_limit: u64,
     kv: Arc<KvFolder>,
-    agents: Mutex<HashMap<AgentKey, Arc<Object>>>,
-    towns: Mutex<HashMap<String, Arc<Object>>>,
+    open: OpenObjects,
+    readiness: Readiness,
 }
 
 impl HostObjects {
@@ -54,10 +56,27 @@ impl HostObjects {
                 max_events: config.max_events_per_agent,
                 snapshot_inline_limit: config.snapshot_inline_limit,
                 kv: Arc::new(kv),
-                agents: Mutex::new(HashMap::new()),
-                towns: Mutex::new(HashMap::new()),
+                open: OpenObjects::new(config.objects.clone()),
+                readiness: Readiness::new(config.data_dir.clone(), config.durability),
             }),
         }
+    }
+
+    /// Closes unused objects now and then, for as long as this pool lives.
+    /// Needs a Tokio runtime.
+    pub fn spawn_idle_closer(&self) {
+        let pool = Arc::downgrade(&self.inner);
+        let interval = self.inner.open.sweep_interval();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(interval).await;
+                let Some(inner) = pool.upgrade() else { return };
+                let closed = inner.open.close_unused();
+                if closed > 0 {
+                    tracing::debug!(closed, open = inner.open.len(), "closed unused objects");
+                }
+            }
+        });
     }
 
     fn env(&self) -> ObjectEnv {
@@ -82,43 +101,35 @@ impl HostObjects {
         }
     }
 
-    /// The agent's object, created in memory on first use.
+    /// The agent's object, opened on first use.
     fn agent_object(&self, key: &AgentKey) -> Arc<Object> {
-        let mut agents = self
-            .inner
-            .agents
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(agents.entry(key.clone()).or_insert_with(|| {
-            Arc::new(Object::new(
-                ObjectKind::Agent,
-                self.agent_path(key),
-                self.inner.durability,
-                Arc::clone(&self.inner.kv),
-            ))
-        }))
+        self.inner.open.get(&ObjectKey::Agent(key.clone()), || {
+            self.object(ObjectKind::Agent, self.agent_path(key))
+        })
     }
 
-    /// The town's object, created in memory on first use; its database is
+    /// The town's object, opened on first use; its database is
     /// `<data>/towns/<town>/town.sqlite` (town ids are validated ids too).
     fn town_object(&self, town: &str) -> Arc<Object> {
-        let mut towns = self
-            .inner
-            .towns
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(towns.entry(town.to_owned()).or_insert_with(|| {
-            Arc::new(Object::new(
-                ObjectKind::Town,
-                self.inner
-                    .data_dir
-                    .join("towns")
-                    .join(town)
-                    .join("town.sqlite"),
-                self.inner.durability,
-                Arc::clone(&self.inner.kv),
-            ))
-        }))
+        let path = || {
+            self.inner
+                .data_dir
+                .join("towns")
+                .join(town)
+                .join("town.sqlite")
+        };
+        self.inner.open.get(&ObjectKey::Town(town.to_owned()), || {
+            self.object(ObjectKind::Town, path())
+        })
+    }
+
+    fn object(&self, kind: ObjectKind, path: PathBuf) -> Object {
+        Object::new(
+            kind,
+            path,
+            self.inner.durability,
+            Arc::clone(&self.inner.kv),
+        )
     }
 
     /// `<data>/towns/<town>/rigs/<rig>/agents/<agent>/agent.sqlite`. Ids are
@@ -159,9 +170,16 @@ impl Objects for HostObjects {
         }
     }
 
+    /// The tail holds the object while it waits, so that the object (and
+    /// the `last_seq` channel it waits on) stays open.
     async fn wait_for_events(&self, key: &AgentKey, last_seq: u64, timeout: Duration) {
-        let mut seqs = self.agent_object(key).watch_last_seq();
+        let object = self.agent_object(key);
+        let mut seqs = object.watch_last_seq();
         let _ = tokio::time::timeout(timeout, seqs.wait_for(|seq| *seq > last_seq)).await;
+    }
+
+    async fn ready(&self) -> Result<(), DomainError> {
+        self.inner.readiness.check().await
     }
 
     fn now_ms(&self) -> i64 {

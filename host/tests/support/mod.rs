@@ -4,8 +4,9 @@
 #![allow(clippy::expect_used, clippy::panic, reason = "test setup fails loudly")]
 
 use std::{
+    fs::File,
     net::TcpListener,
-    path::Path,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
@@ -21,11 +22,39 @@ pub struct Server {
     pub base: String,
 }
 
+/// How to start a server, beyond its flags.
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    /// Where its stderr (the log) goes; inherited when `None`.
+    pub log_file: Option<PathBuf>,
+    /// `STASIS_LOG`; `warn` when `None`.
+    pub log_filter: Option<String>,
+    /// Soft and hard `RLIMIT_NOFILE` for the process (set by `ulimit -n`
+    /// in a shell that then execs it, so the host cannot raise it).
+    pub open_file_limit: Option<u64>,
+}
+
 impl Server {
     /// Starts `stasis serve` on a free loopback port over `data_dir`.
     pub fn start(data_dir: &Path, extra: &[&str]) -> Self {
+        Self::start_with(data_dir, extra, &Options::default())
+    }
+
+    /// Starts `stasis serve` with `options`, and waits until it serves.
+    pub fn start_with(data_dir: &Path, extra: &[&str], options: &Options) -> Self {
         let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_stasis"))
+        let mut command = match options.open_file_limit {
+            Some(limit) => {
+                let mut shell = Command::new("sh");
+                shell
+                    .arg("-c")
+                    .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_stasis"));
+                shell
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_stasis")),
+        };
+        command
             .args([
                 "serve",
                 "--listen",
@@ -35,17 +64,33 @@ impl Server {
             .arg(data_dir)
             .args(extra)
             .env("STASIS_SECRET", SECRET)
-            .env("STASIS_LOG", "warn")
+            .env(
+                "STASIS_LOG",
+                options.log_filter.as_deref().unwrap_or("warn"),
+            )
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn stasis");
+            .stderr(match &options.log_file {
+                Some(path) => Stdio::from(File::create(path).expect("log file")),
+                None => Stdio::inherit(),
+            });
         let server = Self {
-            child,
+            child: command.spawn().expect("spawn stasis"),
             base: format!("http://127.0.0.1:{port}"),
         };
         server.wait_ready();
         server
+    }
+
+    /// `127.0.0.1:<port>`, for raw sockets.
+    pub fn address(&self) -> String {
+        self.base.trim_start_matches("http://").to_owned()
+    }
+
+    /// How many file descriptors the process holds now.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
+            .expect("the server's /proc/<pid>/fd")
+            .count()
     }
 
     fn wait_ready(&self) {

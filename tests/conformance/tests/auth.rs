@@ -13,6 +13,12 @@ fn healthz_needs_no_token() {
 }
 
 #[test]
+fn livez_needs_no_token() {
+    let reply = call("GET", "/livez").no_token().send();
+    assert_eq!(reply.ok(), json!({"status": "ok"}));
+}
+
+#[test]
 fn a_request_without_a_token_is_unauthorized() {
     let log = AgentLog::fresh("no-token");
     log.append(json!([{"type": "seed"}]));

@@ -1,0 +1,86 @@
+//! The flags of `stasis serve`, each with its environment variable.
+
+use crate::SecretArgs;
+use clap::Args;
+use stasis_host::config::{self, ObjectLimits, ServeConfig, ServerLimits};
+use std::{net::SocketAddr, path::PathBuf};
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Without a secret, only loopback is allowed.
+    #[arg(long, env = "STASIS_LISTEN", default_value = "127.0.0.1:8787")]
+    listen: SocketAddr,
+    /// Folder for every object's SQLite database and the KV blobs.
+    #[arg(long, env = "STASIS_DATA_DIR", default_value = "./stasis-data")]
+    data_dir: PathBuf,
+    /// `fsync`: an acknowledged write survives power loss (default).
+    /// `os`: it survives a killed process, not a power cut; faster.
+    #[arg(long, env = "STASIS_DURABILITY", default_value = "fsync", value_parser = config::parse_durability)]
+    durability: stasis_sqlite::Durability,
+    /// Retention: events kept per agent; the oldest go first.
+    #[arg(long, env = "STASIS_MAX_EVENTS_PER_AGENT", default_value_t = stasis_domain::limits::DEFAULT_MAX_EVENTS)]
+    max_events_per_agent: u64,
+    /// kilo.db snapshots up to this many bytes are stored in the agent's
+    /// SQL; larger ones (up to 26,214,400) in the KV folder.
+    #[arg(long, env = "STASIS_SNAPSHOT_INLINE_LIMIT", default_value_t = stasis_domain::snapshot::DEFAULT_INLINE_LIMIT)]
+    snapshot_inline_limit: u64,
+    #[command(flatten)]
+    limits: LimitArgs,
+    #[command(flatten)]
+    secret: SecretArgs,
+}
+
+/// Timeouts and caps; durations are written like `15s`, `500ms` or `2m`.
+#[derive(Args)]
+struct LimitArgs {
+    /// The longest a request head may take to arrive, from the connection's
+    /// start or the first byte after a response.
+    #[arg(long, env = "STASIS_HEADER_TIMEOUT", default_value_t = ServerLimits::default().header_timeout.into())]
+    header_timeout: humantime::Duration,
+    /// How long a keep-alive connection may sit idle between requests.
+    #[arg(long, env = "STASIS_IDLE_TIMEOUT", default_value_t = ServerLimits::default().idle_timeout.into())]
+    idle_timeout: humantime::Duration,
+    /// The slowest a request body may arrive, in bytes per second over each
+    /// --body-rate-window (0: no minimum).
+    #[arg(long, env = "STASIS_BODY_MIN_RATE", default_value_t = ServerLimits::default().body_min_rate)]
+    body_min_rate: u64,
+    /// The window --body-min-rate is measured over.
+    #[arg(long, env = "STASIS_BODY_RATE_WINDOW", default_value_t = ServerLimits::default().body_window.into())]
+    body_rate_window: humantime::Duration,
+    /// Connections served at once; one more is answered 503.
+    #[arg(long, env = "STASIS_MAX_CONNECTIONS", default_value_t = ServerLimits::default().max_connections)]
+    max_connections: usize,
+    /// Objects (agents and towns) kept open at once; past it the least
+    /// recently used idle ones are closed.
+    #[arg(long, env = "STASIS_MAX_OPEN_OBJECTS", default_value_t = ObjectLimits::default().max_open)]
+    max_open_objects: usize,
+    /// An object unused this long is closed (and reopened on its next call).
+    #[arg(long, env = "STASIS_OBJECT_IDLE_TIMEOUT", default_value_t = ObjectLimits::default().idle_timeout.into())]
+    object_idle_timeout: humantime::Duration,
+}
+
+impl ServeArgs {
+    /// The settings these flags describe (not yet checked).
+    pub fn into_config(self) -> anyhow::Result<ServeConfig> {
+        let limits = self.limits;
+        Ok(ServeConfig {
+            listen: self.listen,
+            data_dir: self.data_dir,
+            durability: self.durability,
+            max_events_per_agent: self.max_events_per_agent,
+            snapshot_inline_limit: self.snapshot_inline_limit,
+            secret: config::load_secret(self.secret.secret, self.secret.secret_file)?,
+            server: ServerLimits {
+                header_timeout: limits.header_timeout.into(),
+                idle_timeout: limits.idle_timeout.into(),
+                body_min_rate: limits.body_min_rate,
+                body_window: limits.body_rate_window.into(),
+                max_connections: limits.max_connections,
+            },
+            objects: ObjectLimits {
+                max_open: limits.max_open_objects,
+                idle_timeout: limits.object_idle_timeout.into(),
+            },
+        })
+    }
+}

@@ -1,0 +1,153 @@
+//! One request through the shared API: its id, its body, a panic turned
+//! into a 500, and every 5xx logged with its cause.
+
+use super::{
+    Site,
+    body::{self, BodyError},
+};
+use bytes::Bytes;
+use futures::{FutureExt, StreamExt};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use stasis_api::{ApiError, ErrorLog, Reply};
+use std::{convert::Infallible, panic::AssertUnwindSafe};
+
+/// Every response body the server sends.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// Kept from the request when it is a short printable token, else made up;
+/// sent back on every response and named in every log line about it.
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+/// The longest request id kept from a client.
+const MAX_REQUEST_ID: usize = 64;
+
+/// Runs `request` and answers, whatever happens inside.
+pub async fn respond(site: &Site, request: Request<Incoming>) -> Response<Body> {
+    let id = request_id(request.headers());
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let mut response = match AssertUnwindSafe(handle(site, request)).catch_unwind().await {
+        Ok(response) => response,
+        Err(panic) => full(
+            ApiError::internal(format!(
+                "the handler panicked: {}",
+                crate::panics::message(&*panic)
+            ))
+            .into_response(),
+        ),
+    };
+    log_server_error(&response, &id, &method, &path);
+    response.headers_mut().insert(REQUEST_ID, id);
+    response
+}
+
+/// The 503 for a connection over the cap.
+pub fn over_capacity<B>(request: &Request<B>, max_connections: usize) -> Response<Body> {
+    let mut response = full(
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "over_capacity",
+            format!("the server is serving its maximum of {max_connections} connections"),
+        )
+        .with("retry_after", 1)
+        .with_header(header::RETRY_AFTER, "1")
+        .with_header(header::CONNECTION, "close")
+        .into_response(),
+    );
+    response
+        .headers_mut()
+        .insert(REQUEST_ID, request_id(request.headers()));
+    response
+}
+
+async fn handle(site: &Site, request: Request<Incoming>) -> Response<Body> {
+    let api = &site.api;
+    let (head, incoming) = request.into_parts();
+    let admitted = match api.admit(&head) {
+        Ok(admitted) => admitted,
+        Err(err) => {
+            body::discard_refused(&head.headers, &err, incoming).await;
+            return full(err.into_response());
+        }
+    };
+    let limit = admitted.body_limit();
+    let bytes = match body::read(incoming, &head.headers, limit, &site.limits).await {
+        Ok(bytes) => bytes,
+        Err(BodyError::TooLarge) => return full(admitted.body_too_large().into_response()),
+        Err(BodyError::TooSlow) => return full(body::too_slow(&site.limits).into_response()),
+        Err(BodyError::Read(err)) => {
+            let err = ApiError::invalid_request(format!("reading the body failed: {err}"));
+            return full(err.into_response());
+        }
+    };
+    match api.handle(admitted, bytes).await {
+        Reply::Full(response) => full(response),
+        Reply::Stream(tail) => {
+            let frames = stasis_api::sse::stream(api.objects().clone(), tail)
+                .map(|chunk| Ok::<_, Infallible>(Frame::data(chunk)));
+            let (parts, ()) = stasis_api::event_stream_head().into_parts();
+            Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
+        }
+    }
+}
+
+/// The client's `X-Request-Id` when it is 1 to 64 visible ASCII
+/// characters (so it cannot forge log lines), else 16 random hex digits.
+fn request_id(headers: &HeaderMap) -> HeaderValue {
+    let given = headers.get(&REQUEST_ID).filter(|value| {
+        let bytes = value.as_bytes();
+        (1..=MAX_REQUEST_ID).contains(&bytes.len()) && bytes.iter().all(u8::is_ascii_graphic)
+    });
+    match given {
+        Some(value) => value.clone(),
+        None => HeaderValue::from_str(&format!("{:016x}", fastrand::u64(..)))
+            .unwrap_or(HeaderValue::from_static("unknown")),
+    }
+}
+
+/// Logs a 5xx with the cause its [`ErrorLog`] carries (never sent to the
+/// client): 500s as errors, other 5xx (not ready, over capacity) as warnings.
+fn log_server_error(response: &Response<Body>, id: &HeaderValue, method: &Method, path: &str) {
+    let status = response.status();
+    if !status.is_server_error() {
+        return;
+    }
+    let id = id.to_str().unwrap_or("?");
+    let (code, detail) = response
+        .extensions()
+        .get::<ErrorLog>()
+        .map_or(("?", "no detail"), |log| (&*log.code, &*log.detail));
+    if status == StatusCode::INTERNAL_SERVER_ERROR {
+        tracing::error!(request_id = id, %method, path, status = status.as_u16(), code, detail, "request failed");
+    } else {
+        tracing::warn!(request_id = id, %method, path, status = status.as_u16(), code, detail, "request failed");
+    }
+}
+
+fn full(response: Response<Bytes>) -> Response<Body> {
+    response.map(|bytes| BodyExt::boxed(Full::new(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id_for(value: &str) -> String {
+        let mut headers = HeaderMap::new();
+        if let Ok(value) = HeaderValue::from_str(value) {
+            headers.insert(REQUEST_ID, value);
+        }
+        request_id(&headers).to_str().unwrap_or("").to_owned()
+    }
+
+    #[test]
+    fn a_short_printable_request_id_is_kept_and_others_replaced() {
+        assert_eq!(id_for("abc-123_x.y:z"), "abc-123_x.y:z");
+        for rejected in ["", "has space", &"x".repeat(65)] {
+            let made = id_for(rejected);
+            assert_eq!(made.len(), 16, "{rejected:?} gave {made:?}");
+            assert!(made.bytes().all(|b| b.is_ascii_hexdigit()));
+        }
+    }
+}
