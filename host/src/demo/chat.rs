@@ -1,6 +1,10 @@
-//! The Mayor's conversation, as its SDK streams it: each user ask logged
-//! whole, each answer as `message.created`, text deltas, a tool part and
-//! `message.completed`. Built from a seed, so every run says the same.
+//! The Mayor's conversation, in the events kilo (`kilo serve` 7.x) sends and
+//! a container stores as `{type, session_id, data: properties}`: each user
+//! ask a `message.updated` and its text part; each answer a
+//! `message.updated`, an empty text part, `message.part.delta`s with a
+//! `bash` tool part in the middle, the part's full text, and the
+//! `message.updated` that completes it. Built from a seed, so every run says
+//! the same.
 
 use super::rng::Rng;
 use serde_json::{Value, json};
@@ -92,18 +96,19 @@ pub fn polecat_work(session: &str, seed: u64) -> Chat {
     chat
 }
 
+/// The tool every answer runs, as its part and the line the rebuild makes
+/// of it.
+const TOOL_TITLE: &str = "Check the convoy";
+
 impl Chat {
-    /// A user's message, logged whole.
+    /// A user's message: its info, then its whole text part.
     fn user(&mut self, session: &str, id: &str, text: &str) {
-        let info = json!({"id": id, "role": "user"});
-        let part = json!({"id": format!("{id}_p0"), "type": "text", "text": text});
-        self.push(session, "message.created", json!({ "info": info }));
-        self.push(
-            session,
-            "message_part.updated",
-            json!({"info": info, "part": part}),
-        );
-        self.push(session, "message.completed", json!({ "info": info }));
+        let info = json!({"id": id, "sessionID": session, "role": "user",
+            "time": {"created": self.clock()}});
+        self.message(session, &info);
+        let part = json!({"id": format!("{id}_p0"), "sessionID": session, "messageID": id,
+            "type": "text", "text": text});
+        self.part(session, &part);
         self.turns.push(Turn {
             role: "user".into(),
             content: text.into(),
@@ -111,39 +116,61 @@ impl Chat {
     }
 
     /// An answer, streamed a few words at a time, with a tool call in the
-    /// middle (a tool part carries no conversation text).
+    /// middle, then completed.
     fn assistant(&mut self, session: &str, id: &str, text: &str, rng: &mut Rng) {
-        let info = json!({"id": id, "role": "assistant"});
-        let text_part = json!({"id": format!("{id}_p0"), "type": "text"});
-        self.push(session, "message.created", json!({ "info": info }));
+        let created = self.clock();
+        let info = json!({"id": id, "sessionID": session, "role": "assistant",
+            "time": {"created": created}});
+        self.message(session, &info);
+        let part_id = format!("{id}_p0");
+        let start = self.clock();
+        let empty = json!({"id": part_id, "sessionID": session, "messageID": id,
+            "type": "text", "text": "", "time": {"start": start}});
+        self.part(session, &empty);
         let deltas = deltas(text, rng);
         let middle = deltas.len() / 2;
         for (n, delta) in deltas.into_iter().enumerate() {
             if n == middle {
-                let tool = json!({"id": format!("{id}_p1"), "type": "tool", "tool": "bash",
-                    "state": {"status": "completed", "output": "ok"}});
-                self.push(
-                    session,
-                    "message_part.updated",
-                    json!({"info": info, "part": tool}),
-                );
+                let tool = json!({"id": format!("{id}_p1"), "sessionID": session,
+                    "messageID": id, "type": "tool", "tool": "bash", "callID": format!("call_{id}"),
+                    "state": {"status": "completed", "title": TOOL_TITLE, "output": "ok",
+                        "input": {"command": "gt convoy status", "description": TOOL_TITLE}}});
+                self.part(session, &tool);
             }
-            self.push(
-                session,
-                "message_part.updated",
-                json!({"info": info, "part": text_part, "delta": delta}),
-            );
+            let data = json!({"sessionID": session, "messageID": id, "partID": part_id,
+                "field": "text", "delta": delta});
+            self.push(session, "message.part.delta", data);
         }
-        self.push(session, "message.completed", json!({ "info": info }));
+        let done = json!({"id": part_id, "sessionID": session, "messageID": id,
+            "type": "text", "text": text, "time": {"start": start, "end": self.clock()}});
+        self.part(session, &done);
+        let completed = json!({"id": id, "sessionID": session, "role": "assistant",
+            "finish": "stop", "time": {"created": created, "completed": self.clock()}});
+        self.message(session, &completed);
         self.turns.push(Turn {
             role: "assistant".into(),
-            content: text.into(),
+            content: format!("{text}\n[tool bash: {TOOL_TITLE} — completed]"),
         });
+    }
+
+    fn message(&mut self, session: &str, info: &Value) {
+        let data = json!({"sessionID": session, "info": info});
+        self.push(session, "message.updated", data);
+    }
+
+    fn part(&mut self, session: &str, part: &Value) {
+        let data = json!({"sessionID": session, "part": part});
+        self.push(session, "message.part.updated", data);
     }
 
     fn push(&mut self, session: &str, kind: &str, data: Value) {
         self.events
             .push(json!({"type": kind, "session_id": session, "data": data}));
+    }
+
+    /// A made-up clock: a millisecond per event, from a fixed start.
+    fn clock(&self) -> u64 {
+        1_795_000_000_000 + self.events.len() as u64
     }
 }
 
