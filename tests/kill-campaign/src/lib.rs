@@ -145,6 +145,10 @@ impl Campaign {
             &mut checked,
         );
         host.kill();
+        let lost = checked.losses.len() + appends.violations.len() + pushes.violations.len();
+        if lost == 0 {
+            forget_town(config, &town);
+        }
         if self.verbose {
             eprintln!(
                 "trial {n} ({durability}): killed after {} ms; {} acknowledged events and {} snapshot \
@@ -152,7 +156,7 @@ impl Campaign {
                 kill_after.as_millis(),
                 checked.events,
                 pushes.acked,
-                checked.losses.len() + appends.violations.len() + pushes.violations.len()
+                lost
             );
         }
         totals.events += checked.events;
@@ -170,6 +174,13 @@ impl Campaign {
             .extend(trial_losses.map(|loss| format!("trial {n}: {loss}")));
         Ok(())
     }
+}
+
+/// Removes a checked trial's files (tens of megabytes each; hundreds of
+/// trials would fill a disk). A trial that lost something keeps them.
+fn forget_town(config: &HostConfig, town: &str) {
+    let _ = std::fs::remove_dir_all(config.data_dir.join("towns").join(town));
+    let _ = std::fs::remove_dir_all(config.data_dir.join("kv/snapshots").join(town));
 }
 
 /// Starts the host, loads it, kills it after `kill_after`, and returns what
