@@ -184,7 +184,8 @@ The ratio column divides the end of the load by the reading after the warm-up, w
 host's caches (compiled components, SQLite page caches, the open agent databases) have filled:
 about 1× means no growth under a steady load. \"Idle 3 s after\" is read once the clients have
 closed their connections, so descriptors held by live tails and keep-alive connections are gone
-there. A request counts as an error when it got any status but the one the contract promises
+there; what stays is the listener and each agent's and town's open SQLite database (the file,
+its WAL and its shared memory: three apiece). A request counts as an error when it got any status but the one the contract promises
 for it (or no answer); a retried append must answer `duplicate: true` with its first seqs.
 ";
 
