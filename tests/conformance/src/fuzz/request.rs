@@ -168,8 +168,7 @@ impl Request {
             Route::Snapshot => "application/octet-stream",
             _ => "application/json",
         };
-        // An empty value may not reach the server at all (the edge drops
-        // it), so it is judged neither way.
+        // An empty value counts as none (docs/http-api.md, Conventions).
         self.header("content-type").is_some_and(|value| {
             let essence = value.split(';').next().unwrap_or_default().trim();
             !essence.is_empty() && !essence.eq_ignore_ascii_case(wanted)
