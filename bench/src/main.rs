@@ -45,6 +45,10 @@
 //! `--many-agents N [--max-open-objects M]` runs something else instead:
 //! one append to each of N agents on a spawned host, with its descriptors
 //! and resident set sampled along the way (see [`many_agents`]).
+//!
+//! `stasis-bench soak` is a separate, long run: a realistic mix of requests
+//! from many clients against a host it starts, sampling the host's memory
+//! and descriptors ([`soak`]); `scripts/soak` builds and records it.
 
 mod client;
 mod cpu;
@@ -60,6 +64,7 @@ mod report;
 mod results;
 mod rows;
 mod server;
+mod soak;
 mod stats;
 mod workloads;
 
@@ -70,8 +75,16 @@ use std::{path::PathBuf, process::ExitCode};
 /// Benchmarks stasis's event log against native baselines and the Durable
 /// Streams peer, measured in the same run.
 #[derive(Debug, Parser)]
-#[command(name = "stasis-bench", version, args_override_self = true)]
+#[command(
+    name = "stasis-bench",
+    version,
+    args_override_self = true,
+    args_conflicts_with_subcommands = true
+)]
 struct Args {
+    /// A run other than the benchmark.
+    #[command(subcommand)]
+    command: Option<Command>,
     /// The `stasis` binary to spawn.
     #[arg(long, default_value = "target/release/stasis")]
     stasis_bin: PathBuf,
@@ -132,8 +145,21 @@ struct Args {
     max_open_objects: Option<usize>,
 }
 
+/// Runs other than the benchmark.
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// A long run of a realistic mix against a host it starts, sampling
+    /// the host's memory and open descriptors.
+    Soak(soak::Args),
+}
+
 fn main() -> ExitCode {
-    match run(Args::parse()) {
+    let args = Args::parse();
+    let outcome = match &args.command {
+        Some(Command::Soak(args)) => soak::run_with(args, command_line()),
+        None => run(args),
+    };
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             eprintln!("some workloads failed (see the table)");

@@ -12,8 +12,10 @@ pub fn head_of(req: &Request) -> Result<http::request::Parts> {
         target.push('?');
         target.push_str(query);
     }
+    // The method as sent: `req.method()` reads every method workers-rs has
+    // no name for (PROPFIND, say) as GET, which would answer it as a read.
     let mut builder = http::Request::builder()
-        .method(req.method().as_ref())
+        .method(req.inner().method().as_str())
         .uri(target);
     for (name, value) in req.headers() {
         builder = builder.header(name, value);

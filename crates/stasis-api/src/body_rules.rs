@@ -50,8 +50,13 @@ pub fn check(endpoint: &Endpoint, method: &Method, headers: &HeaderMap) -> Resul
     })
 }
 
-/// The 413 for a body past `limit`, with the code its endpoint documents.
-pub fn too_large(endpoint: &Endpoint, limit: u64) -> ApiError {
+/// The 413 for a body past `limit`, with the code its endpoint documents
+/// for the document it takes; a method that takes no document (a `GET` or
+/// `DELETE` with a body) gets `body_too_large` with the limit it broke.
+pub fn too_large(endpoint: &Endpoint, method: &Method, limit: u64) -> ApiError {
+    if !matches!(*method, Method::PUT | Method::POST) {
+        return ApiError::body_too_large(limit);
+    }
     let code = match endpoint {
         Endpoint::Agent(_, AgentEndpoint::Snapshot) => {
             return ApiError::from(stasis_domain::snapshot::too_large());
@@ -65,4 +70,41 @@ pub fn too_large(endpoint: &Endpoint, limit: u64) -> ApiError {
         format!("the document may hold at most {limit} bytes"),
         limit,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route;
+
+    fn refusal(path: &str, method: Method) -> (String, Option<serde_json::Value>) {
+        let endpoint = route::resolve(path, &method).map_err(|e| e.code);
+        let Ok(endpoint) = endpoint else {
+            return (format!("unroutable: {endpoint:?}"), None);
+        };
+        let limit = check(&endpoint, &method, &HeaderMap::new()).unwrap_or(0);
+        let error = too_large(&endpoint, &method, limit);
+        (error.code, error.extra.get("limit").cloned())
+    }
+
+    #[test]
+    fn a_document_too_large_is_named_by_its_route_only_where_it_takes_one() {
+        let snapshot = "/api/towns/t/rigs/r/agents/a/db-snapshot";
+        let checkpoint = "/api/towns/t/rigs/r/agents/a/checkpoint";
+        assert_eq!(refusal(snapshot, Method::PUT).0, "snapshot_too_large");
+        assert_eq!(
+            refusal(checkpoint, Method::PUT),
+            (
+                "checkpoint_too_large".into(),
+                Some(MAX_DOCUMENT_BYTES.into())
+            )
+        );
+        for method in [Method::GET, Method::DELETE] {
+            assert_eq!(
+                refusal(snapshot, method.clone()),
+                ("body_too_large".into(), Some(SMALL.into()))
+            );
+            assert_eq!(refusal(checkpoint, method).0, "body_too_large");
+        }
+    }
 }

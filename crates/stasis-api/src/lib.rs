@@ -67,7 +67,7 @@ impl Admitted {
 
     /// The 413 for a body past [`Admitted::body_limit`].
     pub fn body_too_large(&self) -> ApiError {
-        body_rules::too_large(&self.endpoint, self.body_limit)
+        body_rules::too_large(&self.endpoint, &self.method, self.body_limit)
     }
 }
 
@@ -132,13 +132,9 @@ impl<O: Objects + Snapshots> Api<O> {
         let value = headers
             .get(header::AUTHORIZATION)
             .ok_or_else(|| ApiError::unauthorized("an Authorization: Bearer token is required"))?;
-        let token = value
-            .to_str()
-            .ok()
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or_else(|| {
-                ApiError::unauthorized("the Authorization header must be 'Bearer <token>'")
-            })?;
+        let token = value.to_str().ok().and_then(bearer_token).ok_or_else(|| {
+            ApiError::unauthorized("the Authorization header must be 'Bearer <token>'")
+        })?;
         auth::verify(secret, token.trim())
             .ok_or_else(|| ApiError::unauthorized("the token is not valid for this server"))
     }
@@ -296,6 +292,13 @@ pub fn event_stream_head() -> Response<()> {
     response
 }
 
+/// The token of `Bearer <token>`; the scheme's name is case-insensitive
+/// (RFC 9110, section 11.1), so `bearer <token>` is one too.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(token)
+}
+
 fn wants_event_stream(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT)
@@ -339,4 +342,19 @@ fn strip_body(response: Response<Bytes>) -> Response<Bytes> {
             .insert(header::CONTENT_LENGTH, http::HeaderValue::from(body.len()));
     }
     Response::from_parts(parts, Bytes::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        for header in ["Bearer t", "bearer t", "BEARER t"] {
+            assert_eq!(bearer_token(header), Some("t"), "{header}");
+        }
+        for header in ["Bearer", "Basic t", "Bearert", "Bear t"] {
+            assert_eq!(bearer_token(header), None, "{header}");
+        }
+    }
 }

@@ -20,8 +20,8 @@
 //! This crate holds the shared helpers: a small blocking client ([`call`],
 //! [`Reply`]), token minting ([`admin_token`], [`town_token`]), an agent's
 //! event log ([`AgentLog`]), error-shape assertions ([`assert_error`]), raw
-//! HTTP for requests an HTTP library would tidy up ([`raw`]) and a
-//! Server-Sent Events reader ([`sse`]).
+//! HTTP for requests an HTTP library would tidy up ([`raw`]), a
+//! Server-Sent Events reader ([`sse`]) and a seeded HTTP fuzz ([`fuzz`]).
 #![allow(
     clippy::expect_used,
     reason = "a conformance helper fails loudly, naming what broke"
@@ -32,6 +32,7 @@
 )]
 
 mod agent_log;
+pub mod fuzz;
 pub mod raw;
 pub mod snapshot;
 pub mod sse;
