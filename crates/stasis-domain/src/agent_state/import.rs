@@ -229,7 +229,9 @@ fn stage_inline(
         key_prefix: String::new(),
     };
     let SnapshotReply::Reserved(reserved) = snapshot::execute(store, &reserve, env)? else {
-        return Err(DomainError::Storage("a reservation answered otherwise".into()));
+        return Err(DomainError::Storage(
+            "a reservation answered otherwise".into(),
+        ));
     };
     Ok(StagedSnapshot {
         version: reserved.version,

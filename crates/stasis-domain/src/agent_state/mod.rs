@@ -40,7 +40,6 @@ pub use call::{StateCall, StateReply, execute, is_write};
 pub use checkpoint::{Checkpoint, CheckpointStored};
 pub use export::{EXPORT_PAGE_BYTES, EXPORT_PAGE_ROWS, ExportHead, ExportPage};
 pub use import::{ImportSummary, check_format, check_snapshot_header, import_manifest};
-pub use staging::{ImportBatch, ImportCall, ImportChecked, ImportProgress, ImportReply};
 pub use manifest::{
     MANIFEST_FORMAT, Manifest, ManifestAgent, ManifestEvent, ManifestMemory, ManifestSession,
     ManifestSnapshot,
@@ -49,6 +48,7 @@ pub use memory::{DEFAULT_MEMORY_LIST_LIMIT, MAX_MEMORY_LIST_LIMIT, MemoryEntry};
 pub use record::{AgentRecord, AgentSummary, DestroyOutcome, MAX_ROLE_BYTES};
 pub use schema::migrate;
 pub use sessions::{SESSION_STATUSES, SessionDeleted, SessionRecord};
+pub use staging::{ImportBatch, ImportCall, ImportChecked, ImportProgress, ImportReply};
 
 /// The largest checkpoint, memory value or metadata document, in bytes of
 /// its JSON text.

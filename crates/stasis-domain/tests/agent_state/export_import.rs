@@ -194,5 +194,9 @@ fn a_whole_manifest_import_keeps_its_snapshot_inline() {
         .expect("reads")
         .expect("a snapshot");
     assert_eq!((meta.sha256, meta.size), (snapshot.sha256, 11));
-    assert_eq!(export(&store).snapshot, None, "export leaves it to the runtime");
+    assert_eq!(
+        export(&store).snapshot,
+        None,
+        "export leaves it to the runtime"
+    );
 }

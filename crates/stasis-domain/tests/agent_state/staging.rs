@@ -200,7 +200,10 @@ fn retention_counts_every_batch() {
         batch: events(&[3, 4]),
     }));
     assert_eq!(code, "invalid_manifest");
-    assert!(message.starts_with("events: holds more than 3"), "{message}");
+    assert!(
+        message.starts_with("events: holds more than 3"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -289,7 +292,11 @@ fn a_staged_snapshot_key_outlives_reservations_and_goes_with_the_import() {
         "an hour later, the staged key is still kept from sweeps"
     );
     step(&store, ImportCall::Abort { ticket }).expect("aborts");
-    assert_eq!(keys_in_use(&store), Vec::<String>::new(), "a sweep may take it");
+    assert_eq!(
+        keys_in_use(&store),
+        Vec::<String>::new(),
+        "a sweep may take it"
+    );
 }
 
 #[test]

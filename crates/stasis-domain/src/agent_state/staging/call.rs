@@ -140,10 +140,14 @@ pub fn execute(
             ImportReply::Staged(stage::stage(store, *ticket, batch, env)?)
         }
         ImportCall::EndPart { ticket } => ImportReply::Staged(stage::end_part(store, *ticket)?),
-        ImportCall::Check { ticket } => {
-            ImportReply::Checked(commit::check(store, &ticket::current(store, *ticket)?, env)?)
+        ImportCall::Check { ticket } => ImportReply::Checked(commit::check(
+            store,
+            &ticket::current(store, *ticket)?,
+            env,
+        )?),
+        ImportCall::Commit { ticket } => {
+            ImportReply::Committed(commit::commit(store, *ticket, env)?)
         }
-        ImportCall::Commit { ticket } => ImportReply::Committed(commit::commit(store, *ticket, env)?),
         ImportCall::Abort { ticket } => {
             ticket::abort(store, *ticket)?;
             ImportReply::Aborted

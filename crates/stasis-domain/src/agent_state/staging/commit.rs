@@ -51,7 +51,10 @@ pub(in crate::agent_state) fn commit(
     derive_sessions(store, env.now_ms)?;
     for (live, staged, columns) in SWAPPED {
         store.run(&format!("DROP TABLE {live}"), Vec::new())?;
-        store.run(&format!("ALTER TABLE {staged} RENAME TO {live}"), Vec::new())?;
+        store.run(
+            &format!("ALTER TABLE {staged} RENAME TO {live}"),
+            Vec::new(),
+        )?;
         create_staging_table(store, staged, columns)?;
     }
     create_event_indexes(store)?;

@@ -47,7 +47,11 @@ pub(super) fn begin(store: &impl SqlStore, import_id: Option<&str>) -> Result<u6
 }
 
 /// The ticket of import `import_id` when `part` is the part it expects next.
-pub(super) fn resume(store: &impl SqlStore, import_id: &str, part: u64) -> Result<u64, DomainError> {
+pub(super) fn resume(
+    store: &impl SqlStore,
+    import_id: &str,
+    part: u64,
+) -> Result<u64, DomainError> {
     let staging = load(store)?.filter(|s| s.import_id.as_deref() == Some(import_id));
     let Some(staging) = staging else {
         return Err(DomainError::NotFound(Refusal::new(
