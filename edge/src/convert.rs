@@ -107,9 +107,8 @@ pub fn body_stream(
     };
     let mut received = 0u64;
     Ok(chunks.map(move |chunk| {
-        let chunk = chunk.map_err(|err| {
-            ApiError::invalid_request(format!("reading the body failed: {err}"))
-        })?;
+        let chunk = chunk
+            .map_err(|err| ApiError::invalid_request(format!("reading the body failed: {err}")))?;
         received = received.saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
         if received > limit {
             return Err(too_large.clone());
