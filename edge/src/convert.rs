@@ -26,7 +26,7 @@ pub fn head_of(req: &Request) -> Result<http::request::Parts> {
     Ok(parts)
 }
 
-/// An `http` response as a worker response.
+/// An `http` response as a worker response; a 5xx's cause is logged.
 ///
 /// A 204, 205 or 304 gets a null body (the Fetch spec forbids a body on
 /// them; workerd warns about an empty one and may refuse it later). Any other
@@ -35,6 +35,13 @@ pub fn head_of(req: &Request) -> Result<http::request::Parts> {
 /// the `Content-Length` stasis-api set for it.
 pub fn to_worker(response: http::Response<Bytes>) -> Result<Response> {
     let (parts, body) = response.into_parts();
+    // A 5xx body is generic; its cause (which may name a trap or a
+    // storage failure) goes to the worker's log only.
+    if parts.status.is_server_error()
+        && let Some(log) = parts.extensions.get::<stasis_api::ErrorLog>()
+    {
+        worker::console_error!("{} {}: {}", parts.status.as_u16(), log.code, log.detail);
+    }
     let headers = Headers::new();
     for (name, value) in &parts.headers {
         if let Ok(value) = value.to_str() {

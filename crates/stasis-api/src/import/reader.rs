@@ -189,10 +189,11 @@ impl ManifestReader {
                     input.advance(1);
                     moved(State::Done)
                 }
-                Some(_) => match input.take::<String>(&|| "manifest".into(), SMALL_CAP)? {
+                Some(b'"') => match input.take::<String>(&|| "manifest".into(), SMALL_CAP)? {
                     None => wait(State::Key { first }),
                     Some(name) => moved(State::Colon(self.field(&name)?)),
                 },
+                Some(_) => Err(input.syntax("expected a field name")),
             },
             State::Colon(field) => match input.expect(b':', "':' after a field name")? {
                 false => wait(State::Colon(field)),

@@ -88,7 +88,7 @@ impl SnapshotPart {
                         input.advance(1);
                         return self.finish().map(Some);
                     }
-                    Some(_) => {
+                    Some(b'"') => {
                         let Some(name) = input.take::<String>(&|| "snapshot".into(), 1024)? else {
                             return Ok(None);
                         };
@@ -103,6 +103,7 @@ impl SnapshotPart {
                         })?;
                         self.state = State::Colon(field);
                     }
+                    Some(_) => return Err(input.syntax("expected a field name in snapshot")),
                 },
                 State::Colon(field) => {
                     if !input.expect(b':', "':' after a field name")? {

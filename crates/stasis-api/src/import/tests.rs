@@ -106,6 +106,8 @@ fn malformed_json_is_invalid_json() {
         r#"{"events": [{"seq": 1, "type": "t"},]}"#,
         r#"{"checkpoint": tru}"#,
         r#"{} {}"#,
+        r#"{5: []}"#,
+        r#"{"snapshot": {5: 1}}"#,
         r#"{"snapshot": {"data_base64": "AAAA"#,
     ] {
         assert_eq!(refusal(body).0, "invalid_json", "{body:?}");
