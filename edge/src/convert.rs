@@ -40,7 +40,12 @@ pub fn to_worker(response: http::Response<Bytes>) -> Result<Response> {
     if parts.status.is_server_error()
         && let Some(log) = parts.extensions.get::<stasis_api::ErrorLog>()
     {
-        worker::console_error!("{} {}: {}", parts.status.as_u16(), log.code, log.detail);
+        let status = parts.status.as_u16();
+        if status == 500 {
+            worker::console_error!("{status} {}: {}", log.code, log.detail);
+        } else {
+            worker::console_warn!("{status} {}: {}", log.code, log.detail);
+        }
     }
     let headers = Headers::new();
     for (name, value) in &parts.headers {
