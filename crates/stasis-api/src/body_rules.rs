@@ -17,13 +17,20 @@ const SMALL: u64 = 64 * 1024;
 /// A body carrying one document (metadata, a message) of up to 1 MiB, with
 /// room for its JSON envelope and escaping.
 const DOCUMENT_ENVELOPE: u64 = 2 * MAX_DOCUMENT_BYTES + SMALL;
-/// An import manifest: a snapshot (25 MiB, base64) and the events and
-/// documents of an agent. Edge workers hold at most 128 MB, so larger
-/// agents move by their parts.
-pub const IMPORT_LIMIT: u64 = 64 * 1024 * 1024;
+/// An import manifest's body unless the runtime sets another limit (16
+/// GiB): retention's 10,000 events of up to 1 MiB, their sessions and
+/// memory, and a 25 MiB snapshot as base64 fit, with room. The body is
+/// streamed, so the limit bounds transfer, not memory.
+pub const DEFAULT_IMPORT_LIMIT: u64 = 16 * 1024 * 1024 * 1024;
 
-/// Checks the content type and returns the body limit.
-pub fn check(endpoint: &Endpoint, method: &Method, headers: &HeaderMap) -> Result<u64, ApiError> {
+/// Checks the content type and returns the body limit (`import_limit` for
+/// an import).
+pub fn check(
+    endpoint: &Endpoint,
+    method: &Method,
+    headers: &HeaderMap,
+    import_limit: u64,
+) -> Result<u64, ApiError> {
     let takes_body = matches!(*method, Method::PUT | Method::POST);
     if !takes_body {
         return Ok(SMALL);
@@ -38,7 +45,7 @@ pub fn check(endpoint: &Endpoint, method: &Method, headers: &HeaderMap) -> Resul
         Endpoint::Agent(_, AgentEndpoint::Checkpoint | AgentEndpoint::MemoryEntry(_)) => {
             MAX_DOCUMENT_BYTES
         }
-        Endpoint::Agent(_, AgentEndpoint::Import) => IMPORT_LIMIT,
+        Endpoint::Agent(_, AgentEndpoint::Import) => import_limit,
         Endpoint::Agent(
             _,
             AgentEndpoint::Record | AgentEndpoint::Session(_) | AgentEndpoint::Dispatch,
@@ -82,7 +89,7 @@ mod tests {
         let Ok(endpoint) = endpoint else {
             return (format!("unroutable: {endpoint:?}"), None);
         };
-        let limit = check(&endpoint, &method, &HeaderMap::new()).unwrap_or(0);
+        let limit = check(&endpoint, &method, &HeaderMap::new(), u64::MAX).unwrap_or(0);
         let error = too_large(&endpoint, &method, limit);
         (error.code, error.extra.get("limit").cloned())
     }

@@ -11,8 +11,10 @@
 //! 2. [`Api::handle`] parses the body and runs the operation on the objects,
 //!    through the runtime's [`Objects`] port.
 //!
-//! Live tails come back as [`Reply::Stream`]; the runtime turns
-//! [`sse::stream`] into its streaming body.
+//! Live tails come back as [`Reply::Stream`] and exports as
+//! [`Reply::Export`]; the runtime turns [`sse::stream`] and
+//! [`export::stream`] into its streaming body. An import takes its body as
+//! a stream ([`Admitted::streams_body`], [`Api::handle_streamed`]).
 
 mod agent_http;
 mod append_body;
@@ -22,8 +24,9 @@ mod body_rules;
 mod dispatch;
 pub mod error;
 mod events;
+pub mod export;
 pub mod idempotency;
-mod manifest;
+mod import;
 mod mayor_http;
 mod objects;
 mod query;
@@ -33,6 +36,7 @@ mod snapshot;
 pub mod sse;
 mod town_http;
 
+pub use body_rules::DEFAULT_IMPORT_LIMIT;
 pub use error::{ApiError, ErrorLog};
 pub use objects::{Objects, Snapshots};
 
@@ -46,6 +50,7 @@ use stasis_domain::agent::AgentCall;
 pub struct Api<O> {
     objects: O,
     secret: Option<Vec<u8>>,
+    import_limit: u64,
 }
 
 /// A request whose head passed every check.
@@ -69,6 +74,14 @@ impl Admitted {
     pub fn body_too_large(&self) -> ApiError {
         body_rules::too_large(&self.endpoint, &self.method, self.body_limit)
     }
+
+    /// Whether the runtime should hand the body over as a stream
+    /// ([`Api::handle_streamed`]) rather than read it whole: an import's
+    /// body may be far larger than memory.
+    pub fn streams_body(&self) -> bool {
+        self.method == Method::PUT
+            && matches!(self.endpoint, Endpoint::Agent(_, AgentEndpoint::Import))
+    }
 }
 
 /// What the runtime sends back.
@@ -77,13 +90,26 @@ pub enum Reply {
     Full(Response<Bytes>),
     /// A Server-Sent Events stream; see [`sse::stream`].
     Stream(sse::Tail),
+    /// An agent's manifest, 200 `application/json`, written as it is read;
+    /// see [`export::stream`] and [`export_head`].
+    Export(export::Export),
 }
 
 impl<O: Objects + Snapshots> Api<O> {
     /// An API over `objects`. With no `secret`, every request is treated as
     /// admin (the host then binds to loopback only).
     pub fn new(objects: O, secret: Option<Vec<u8>>) -> Self {
-        Self { objects, secret }
+        Self {
+            objects,
+            secret,
+            import_limit: DEFAULT_IMPORT_LIMIT,
+        }
+    }
+
+    /// Sets the most bytes an import's body may carry.
+    pub fn with_import_limit(mut self, limit: u64) -> Self {
+        self.import_limit = limit;
+        self
     }
 
     /// The runtime's objects.
@@ -109,7 +135,8 @@ impl<O: Objects + Snapshots> Api<O> {
                 format!("this token does not reach town {town:?}"),
             ));
         }
-        let body_limit = body_rules::check(&endpoint, &head.method, &head.headers)?;
+        let body_limit =
+            body_rules::check(&endpoint, &head.method, &head.headers, self.import_limit)?;
         let admitted = Admitted {
             endpoint,
             method: head.method.clone(),
@@ -147,6 +174,25 @@ impl<O: Objects + Snapshots> Api<O> {
             Ok(reply) => reply,
             Err(err) => Reply::Full(err.into_response()),
         }
+    }
+
+    /// Runs an admitted request whose body comes as a stream (see
+    /// [`Admitted::streams_body`]); the runtime maps its own body failures
+    /// (too large, too slow, broken off) onto the stream's errors.
+    pub async fn handle_streamed<S>(&self, admitted: Admitted, body: S) -> Reply
+    where
+        S: futures::Stream<Item = Result<Bytes, ApiError>>,
+    {
+        let outcome = match &admitted.endpoint {
+            Endpoint::Agent(key, AgentEndpoint::Import) if admitted.streams_body() => {
+                let query = query::Query::parse(admitted.query.as_deref());
+                import::run(&self.objects, key, &query, body).await
+            }
+            _ => Err(ApiError::internal(
+                "only an import takes its body as a stream",
+            )),
+        };
+        Reply::Full(outcome.unwrap_or_else(ApiError::into_response))
     }
 
     async fn dispatch(&self, admitted: Admitted, body: Bytes) -> Result<Reply, ApiError> {
@@ -188,6 +234,13 @@ impl<O: Objects + Snapshots> Api<O> {
                 }
                 events::render(reply)
             }
+            Endpoint::Agent(key, AgentEndpoint::Export) => {
+                return Ok(Reply::Export(export::prepare(objects, &key).await?));
+            }
+            Endpoint::Agent(key, AgentEndpoint::Import) => {
+                let whole = futures::stream::iter([Ok(body)]);
+                import::run(objects, &key, &query, whole).await?
+            }
             Endpoint::Agent(key, endpoint) => {
                 self.agent_endpoint(&key, endpoint, &method, &query, &headers, body)
                     .await?
@@ -227,10 +280,10 @@ impl<O: Objects + Snapshots> Api<O> {
                 Method::DELETE => snapshot::delete(objects, key).await,
                 _ => snapshot::get(objects, key, headers, *method == Method::GET).await,
             },
-            AgentEndpoint::Export => manifest::export(objects, key).await,
-            AgentEndpoint::Import => manifest::import(objects, key, &body).await,
             AgentEndpoint::Dispatch => mayor_http::dispatch_agent(objects, key, &body).await,
-            AgentEndpoint::Events => Err(ApiError::internal("events are routed above")),
+            AgentEndpoint::Events | AgentEndpoint::Export | AgentEndpoint::Import => {
+                Err(ApiError::internal("routed above"))
+            }
         }
     }
 
@@ -274,6 +327,16 @@ fn not_ready(err: stasis_domain::DomainError) -> ApiError {
     .with_header(header::RETRY_AFTER, NOT_READY_RETRY_SECS.to_string());
     error.cause = Some(err.to_string().into_boxed_str());
     error
+}
+
+/// The head of an export's response (its body is [`export::stream`]).
+pub fn export_head() -> Response<()> {
+    let mut response = Response::new(());
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// The head of an SSE response.

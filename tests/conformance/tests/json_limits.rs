@@ -95,7 +95,7 @@ fn out_of_range_numbers_and_deep_nesting_are_refused_in_every_stored_document() 
             "PUT",
             "/import",
             r#"{"events":[{"seq":1,"type":"a","data":1e999}]}"#.into(),
-            ".events[0].data",
+            "events[0].data",
         ),
     ];
     for (method, suffix, body, place) in &cases {
