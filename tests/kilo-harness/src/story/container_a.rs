@@ -97,20 +97,21 @@ impl ContainerA {
         self.kilo()?.api().messages(&self.session)
     }
 
-    /// Waits until stasis holds a snapshot whose watermark covers the last `session.idle` it
-    /// stored (the sidecar pushes one when a turn ends). Answers (idle seq, watermark).
-    pub fn wait_snapshot_of_last_turn(&self, stage: &Stage<'_>) -> Result<(u64, u64)> {
-        let idle = poll(
-            "stasis to hold the last turn's session.idle",
-            FORWARDING,
-            || {
-                let events = stage.api.events_after(&stage.agent_path, 0)?;
-                let ends = events.iter().filter(|e| e.kind == "session.idle");
-                Ok(ends.map(|e| e.seq).max())
-            },
-        )?;
+    /// Waits until stasis holds the `session.idle` of each of the `turns` turns held so far,
+    /// then a snapshot whose watermark covers the last one (the sidecar pushes one when a turn
+    /// ends). Answers (that idle's seq, the watermark).
+    pub fn wait_snapshot_of_turn(&self, stage: &Stage<'_>, turns: usize) -> Result<(u64, u64)> {
+        let what = format!("stasis to hold turn {turns}'s session.idle");
+        let idle = poll(&what, FORWARDING, || {
+            let events = stage.api.events_after(&stage.agent_path, 0)?;
+            let session = Some(self.session.as_str());
+            let ends = events
+                .iter()
+                .filter(|e| e.kind == "session.idle" && e.session_id.as_deref() == session);
+            Ok(ends.map(|e| e.seq).nth(turns.saturating_sub(1)))
+        })?;
         let watermark = poll(
-            &format!("a snapshot whose watermark covers seq {idle} (the last turn's end)"),
+            &format!("a snapshot whose watermark covers seq {idle} (turn {turns}'s end)"),
             FORWARDING,
             || {
                 let mark = stage.api.snapshot_watermark(&stage.agent_path)?;

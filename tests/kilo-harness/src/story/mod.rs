@@ -140,18 +140,19 @@ fn act_a(stage: &Stage<'_>, root: &Path, log: &Path) -> Result<LeftByA> {
         a.kilo_url()?,
         a.session
     ));
-    for prompt in [
+    let prompts = [
         script::PROMPT_PLAN,
         script::PROMPT_TOOL,
         script::PROMPT_LEFT,
-    ] {
+    ];
+    for prompt in prompts {
         a.turn(prompt)?;
         stage.say(&format!("   turn done: {prompt:?}"));
     }
     let held = a.messages()?;
     checks::check_held(&held).with_context(|| a.sidecar_log())?;
     let (idle, watermark) = a
-        .wait_snapshot_of_last_turn(stage)
+        .wait_snapshot_of_turn(stage, prompts.len())
         .with_context(|| format!("the sidecar's output:\n{}", a.sidecar_log()))?;
     stage.say(&format!(
         "   stasis holds a kilo.db snapshot at watermark {watermark} (turn 3 ended at seq {idle})"
