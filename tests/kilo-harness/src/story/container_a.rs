@@ -155,9 +155,10 @@ impl ContainerA {
         })
     }
 
-    /// The sidecar's output so far (for a failure's message).
-    pub fn sidecar_log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+    /// `error`, followed by the sidecar's output so far.
+    pub fn with_sidecar_log(&self, error: &anyhow::Error) -> anyhow::Error {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        anyhow::anyhow!("{error:#}\nthe sidecar's output:\n{log}")
     }
 
     fn kilo(&self) -> Result<&Kilo> {
@@ -183,7 +184,7 @@ impl ContainerA {
                     .then_some(()))
             },
         );
-        waited.with_context(|| format!("the sidecar's output:\n{}", self.sidecar_log()))
+        waited.map_err(|error| self.with_sidecar_log(&error))
     }
 }
 

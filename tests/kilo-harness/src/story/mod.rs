@@ -150,10 +150,10 @@ fn act_a(stage: &Stage<'_>, root: &Path, log: &Path) -> Result<LeftByA> {
         stage.say(&format!("   turn done: {prompt:?}"));
     }
     let held = a.messages()?;
-    checks::check_held(&held).with_context(|| a.sidecar_log())?;
+    checks::check_held(&held).map_err(|e| a.with_sidecar_log(&e))?;
     let (idle, watermark) = a
         .wait_snapshot_of_turn(stage, prompts.len())
-        .with_context(|| format!("the sidecar's output:\n{}", a.sidecar_log()))?;
+        .map_err(|e| a.with_sidecar_log(&e))?;
     stage.say(&format!(
         "   stasis holds a kilo.db snapshot at watermark {watermark} (turn 3 ended at seq {idle})"
     ));
