@@ -6,6 +6,7 @@ use super::stasis::RegistryEntry;
 use super::{Stage, poll};
 use crate::{EventStream, Kilo, KiloMessage, KiloOptions};
 use anyhow::{Context, Result, bail};
+use rustix::process::{Pid, Signal, kill_process};
 use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -153,6 +154,43 @@ impl ContainerA {
             deltas_sent,
             deltas_stored,
         })
+    }
+
+    /// Every event kilo's `/event` stream sent so far, as received (sync twins included).
+    pub fn sent_events(&self) -> Vec<crate::KiloEvent> {
+        self.events.events()
+    }
+
+    /// How many events kilo's `/event` stream sent so far.
+    pub fn sent_count(&self) -> usize {
+        self.events.len()
+    }
+
+    /// SIGTERM to the sidecar (it forwards what it holds and pushes a last snapshot), then
+    /// kilo stopped. Answers the sidecar's JSON summary (its last stdout line).
+    pub fn stop(mut self, within: Duration) -> Result<String> {
+        let mut sidecar = self.sidecar.take().context("the sidecar is gone")?;
+        let _ = kill_process(Pid::from_child(&sidecar), Signal::TERM);
+        let deadline = std::time::Instant::now() + within;
+        let status = loop {
+            if let Some(status) = sidecar.try_wait()? {
+                break status;
+            }
+            if std::time::Instant::now() >= deadline {
+                let _ = sidecar.kill();
+                bail!("the sidecar did not exit within {within:?} of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        if let Some(kilo) = self.kilo.take() {
+            kilo.stop();
+        }
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let summary = log.lines().rev().find(|l| l.starts_with('{')).unwrap_or("");
+        if !status.success() {
+            bail!("the sidecar exited {status} after SIGTERM:\n{log}");
+        }
+        Ok(summary.to_owned())
     }
 
     /// `error`, followed by the sidecar's output so far.

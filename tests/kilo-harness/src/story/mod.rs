@@ -23,11 +23,14 @@ pub mod binaries;
 pub mod checks;
 mod container_a;
 mod container_b;
+mod local_host;
+pub mod outage;
 pub mod script;
 pub mod stasis;
 
 pub use binaries::{client_bin, host_bin};
 pub use container_a::DELTAS_BEFORE_KILL;
+pub use local_host::LocalHost;
 pub use stasis::{Dispatch, StasisApi, StoredEvent, Turn};
 
 use crate::FakeModel;
@@ -99,18 +102,8 @@ pub fn play(options: &StoryOptions, narrate: &dyn Fn(&str)) -> Result<StoryRepor
         Some(dir) => tempfile::Builder::new().prefix("story-").tempdir_in(dir)?,
         None => tempfile::Builder::new().prefix("stasis-story-").tempdir()?,
     };
-    let town = format!("story-{}", random_suffix());
-    let token = mint(options.secret.as_bytes(), &Scope::Town(town.clone()));
     let model = FakeModel::start(script::script())?;
-    let stage = Stage {
-        api: StasisApi::new(&options.url, &token),
-        agent_path: format!("/api/towns/{town}/rigs/{RIG}/agents/{MAYOR}"),
-        town,
-        model: &model,
-        client_bin: &options.client_bin,
-        kilo_bin: options.kilo_bin.as_deref(),
-        narrate,
-    };
+    let stage = Stage::new(options, &model, narrate);
     // The containers' `/tmp`: A's, then, emptied, B's. The same path matters: kilo binds a
     // session to the directory it was created in, and a new container has the same paths.
     let root = temp.path().join("tmp");
@@ -245,7 +238,22 @@ pub(crate) struct Stage<'a> {
     narrate: &'a dyn Fn(&str),
 }
 
-impl Stage<'_> {
+impl<'a> Stage<'a> {
+    /// A fresh town on `options`' stasis, with a token for it.
+    fn new(options: &'a StoryOptions, model: &'a FakeModel, narrate: &'a dyn Fn(&str)) -> Self {
+        let town = format!("story-{}", random_suffix());
+        let token = mint(options.secret.as_bytes(), &Scope::Town(town.clone()));
+        Stage {
+            api: StasisApi::new(&options.url, &token),
+            agent_path: format!("/api/towns/{town}/rigs/{RIG}/agents/{MAYOR}"),
+            town,
+            model,
+            client_bin: &options.client_bin,
+            kilo_bin: options.kilo_bin.as_deref(),
+            narrate,
+        }
+    }
+
     fn say(&self, line: &str) {
         (self.narrate)(line);
     }

@@ -232,13 +232,13 @@ impl StasisApi {
         }
     }
 
-    /// `GET {agent}/conversation`.
+    /// `GET {agent}/conversation` with the largest budget (1,000 turns, 1,000,000 tokens).
     ///
     /// # Errors
     ///
     /// On a transport error, a status other than 2xx, or another shape.
     pub fn conversation(&self, agent_path: &str) -> Result<Conversation> {
-        let path = format!("{agent_path}/conversation");
+        let path = format!("{agent_path}/conversation?max_turns=1000&max_tokens=1000000");
         serde_json::from_str(&self.get(&path)?).with_context(|| format!("GET {path}'s answer"))
     }
 

@@ -6,12 +6,9 @@
 //! Needs the Kilo CLI (`source scripts/setup.sh && stasis_kilo`) and the workspace's binaries
 //! (`cargo build -p stasis-host -p stasis-client -p stasis-kilo-harness`).
 
-mod host;
-
 use anyhow::{Context, Result};
 use clap::Parser;
-use host::LocalHost;
-use stasis_kilo_harness::story::{self, StoryOptions, StoryReport, checks::show_turns};
+use stasis_kilo_harness::story::{self, LocalHost, StoryOptions, StoryReport, checks::show_turns};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
