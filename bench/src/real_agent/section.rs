@@ -27,6 +27,7 @@ the harness's fake model and stops cleanly; then each round starts kilo on an em
 `stasis_client::boot::boot` (what `stasis-client boot` runs: heartbeat, kilo.db hydrated and \
 verified, the Mayor's dispatch requested), then `kilo serve` on the hydrated kilo.db until \
 `GET /session/{id}/message` answers with the session. kilo's start dominates both.
+- Reading the ratios: the sidecar batches, waiting up to its 25 ms linger for more events before it sends, where the paced baseline sends each event at once, so its delay is about the linger; a burst goes through the sidecar's one batch in flight at a time. A recovery is boot (tens of milliseconds) plus kilo's own start, so it meets 3 s only where kilo starts in under 3 s.
 ";
 
 /// The section for `rows`; `edge` is the edge's URL when it ran.
