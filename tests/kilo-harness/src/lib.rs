@@ -11,7 +11,8 @@
 //!   stasis, with the real `stasis-client` binary: container A (kilo serve
 //!   and the sidecar) SIGKILLed mid-reply, container B booted on an empty
 //!   folder, and every check of the recovery. `tests/real_agent.rs` and the
-//!   `real-agent-demo` binary play it.
+//!   `real-agent-demo` binary play it; `real-agent-outage` counts what a
+//!   stasis outage during a kilo conversation does to its events.
 //! - `record-fixtures` (the binary) drives scripted conversations through
 //!   both and writes kilo's raw event streams and its own view of the
 //!   messages, for the conversation rebuild's fixture tests.
