@@ -287,3 +287,110 @@ pub fn show_turns(turns: &[Turn]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+#[allow(clippy::expect_used, reason = "tests fail loudly")]
+mod tests {
+    use super::*;
+    use crate::story::script::{
+        PROMPT_LEFT, PROMPT_PLAN, PROMPT_TOOL, REPLY_AFTER_TOOL, REPLY_LEFT, REPLY_PLAN, TOOL_TITLE,
+    };
+    use serde_json::json;
+
+    fn message(id: &str, role: &str, done: bool, parts: serde_json::Value) -> KiloMessage {
+        let time = if done {
+            json!({"created": 1, "completed": 2})
+        } else {
+            json!({"created": 1})
+        };
+        let value = json!({"info": {"id": id, "role": role, "time": time}, "parts": parts});
+        serde_json::from_value(value).expect("a message")
+    }
+
+    fn text(id: &str, role: &str, said: &str) -> KiloMessage {
+        let parts =
+            json!([{"id": "p", "type": "step-start"}, {"id": "t", "type": "text", "text": said}]);
+        message(id, role, true, parts)
+    }
+
+    /// kilo's messages after the story's three turns.
+    fn held() -> Vec<KiloMessage> {
+        let tool = json!([{"id": "p", "type": "tool", "tool": "bash",
+            "state": {"status": "completed", "title": TOOL_TITLE, "input": {"command": "x"}}}]);
+        vec![
+            text("m1", "user", PROMPT_PLAN),
+            text("m2", "assistant", REPLY_PLAN),
+            text("m3", "user", PROMPT_TOOL),
+            message("m4", "assistant", true, tool),
+            text("m5", "assistant", REPLY_AFTER_TOOL),
+            text("m6", "user", PROMPT_LEFT),
+            text("m7", "assistant", REPLY_LEFT),
+        ]
+    }
+
+    fn cut() -> CutReply {
+        CutReply {
+            message_id: "m9".into(),
+            deltas: 2,
+            text: "The release".into(),
+        }
+    }
+
+    #[test]
+    fn kilos_messages_become_the_rebuilds_turns() {
+        assert!(check_held(&held()).is_ok());
+        let mut wrong = held();
+        wrong.swap(1, 2);
+        assert!(check_held(&wrong).is_err());
+    }
+
+    #[test]
+    fn the_restored_tail_is_nothing_the_prompt_or_the_prompt_and_its_empty_reply() {
+        let prompt = text("m8", "user", PROMPT_LONG);
+        let empty = message(
+            "m9",
+            "assistant",
+            false,
+            json!([{"id": "s", "type": "step-start"}]),
+        );
+        let with = |tail: &[&KiloMessage]| {
+            let mut messages = held();
+            messages.extend(tail.iter().map(|m| (*m).clone()));
+            check_restored(&held(), &messages)
+        };
+        assert_eq!(with(&[]).ok(), Some(Tail::Nothing));
+        assert_eq!(with(&[&prompt]).ok(), Some(Tail::Prompt));
+        assert_eq!(
+            with(&[&prompt, &empty]).ok(),
+            Some(Tail::PromptAndEmptyReply)
+        );
+        assert!(with(&[&empty]).is_err(), "a reply without its prompt");
+        assert!(
+            with(&[&prompt, &text("m9", "assistant", "done")]).is_err(),
+            "a finished reply"
+        );
+        assert!(
+            check_restored(&held(), &held()[..6]).is_err(),
+            "a finished turn missing"
+        );
+    }
+
+    #[test]
+    fn the_dispatch_must_end_with_the_prompt_and_the_cut_reply_unfinished() {
+        let expected = expected_dispatch_turns(&held(), Tail::Nothing, &cut());
+        let (last, before) = expected.split_last().expect("turns");
+        assert_eq!(before.len(), 8);
+        assert_eq!(before[7].content, PROMPT_LONG);
+        assert_eq!(
+            (last.content.as_str(), last.unfinished),
+            ("The release", true)
+        );
+        let mut with_prompt = held();
+        with_prompt.push(text("m8", "user", PROMPT_LONG));
+        assert_eq!(
+            expected_dispatch_turns(&with_prompt, Tail::Prompt, &cut()),
+            expected,
+            "the prompt comes from kilo or from stasis, once"
+        );
+    }
+}

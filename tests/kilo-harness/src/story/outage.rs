@@ -320,3 +320,96 @@ fn forwardable(sent: &[KiloEvent]) -> Vec<(usize, Key)> {
     }
     keys
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::story::StoredEvent;
+
+    fn sent(lines: &[&str]) -> Vec<KiloEvent> {
+        lines
+            .iter()
+            .map(|raw| KiloEvent {
+                raw: (*raw).to_owned(),
+                json: serde_json::from_str(raw).unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    fn stored(events: &[(&str, &str)]) -> Vec<StoredEvent> {
+        let to_event = |(seq, (kind, data)): (usize, &(&str, &str))| {
+            let text = format!(r#"{{"seq":{seq},"type":"{kind}","data":{data}}}"#);
+            serde_json::from_str::<StoredEvent>(&text).ok()
+        };
+        events.iter().enumerate().filter_map(to_event).collect()
+    }
+
+    #[test]
+    fn counts_compare_what_kilo_sent_with_what_stasis_stored_byte_for_byte() {
+        let kilo = sent(&[
+            r#"{"id":"evt_0","type":"server.connected","properties":{}}"#,
+            r#"{"id":"evt_1","type":"message.part.delta","properties":{"delta":"a"}}"#,
+            r#"{"type":"sync","id":"evt_1","syncEvent":{}}"#,
+            r#"{"id":"evt_1","type":"message.part.delta","properties":{"delta":"a"}}"#,
+            r#"{"id":"evt_2","type":"message.part.delta","properties":{"delta":"a"}}"#,
+            r#"{"id":"evt_3","type":"session.idle","properties":{"sessionID":"s"}}"#,
+        ]);
+        let delta = ("message.part.delta", r#"{"delta":"a"}"#);
+        let counts = Counts::of(
+            &kilo,
+            &stored(&[
+                ("stasis.sidecar.resync", "{}"),
+                delta,
+                delta,
+                delta,
+                ("message.updated", r#"{"info":{}}"#),
+            ]),
+            (2, 5),
+        );
+        assert_eq!(
+            counts.sent.len(),
+            3,
+            "keep-alives, twins and repeated ids are not sent"
+        );
+        assert_eq!(counts.sent_in_outage, 1, "evt_2 came within the marks");
+        assert_eq!(
+            counts.stored.len(),
+            4,
+            "the sidecar's own events are left out"
+        );
+        assert_eq!(counts.surplus(), 1, "one delta too many");
+        assert_eq!(counts.shortfall(), 1, "session.idle never stored");
+        assert_eq!(counts.unsent(), 1, "message.updated was never sent as such");
+        assert!(!counts.in_order());
+    }
+
+    #[test]
+    fn the_same_events_in_the_same_order_count_as_kept() {
+        let kilo = sent(&[
+            r#"{"id":"evt_1","type":"a","properties":{"n": 1}}"#,
+            r#"{"id":"evt_2","type":"b","properties":{"n":2}}"#,
+        ]);
+        let counts = Counts::of(
+            &kilo,
+            &stored(&[("a", r#"{"n": 1}"#), ("b", r#"{"n":2}"#)]),
+            (0, 0),
+        );
+        assert_eq!(
+            (counts.surplus(), counts.shortfall(), counts.unsent()),
+            (0, 0, 0)
+        );
+        assert!(counts.in_order());
+        let swapped = Counts::of(
+            &kilo,
+            &stored(&[("b", r#"{"n":2}"#), ("a", r#"{"n": 1}"#)]),
+            (0, 0),
+        );
+        assert!(!swapped.in_order());
+        let respaced = Counts::of(
+            &kilo,
+            &stored(&[("a", r#"{"n":1}"#), ("b", r#"{"n":2}"#)]),
+            (0, 0),
+        );
+        assert_eq!(respaced.shortfall(), 1, "data is compared byte for byte");
+    }
+}
