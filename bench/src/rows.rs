@@ -195,8 +195,8 @@ pub fn snapshot_rows(r: &Results) -> Vec<Row> {
     let push = s.push.as_ref().ok();
     rows.push(Row {
         workload: format!(
-            "`snapshot push` (stasis-client) of a live {} SQLite database (WAL mode, open, no \
-             writer)",
+            "`snapshot push --whole-file` (stasis-client) of a live {} SQLite database (WAL \
+             mode, open, no writer)",
             push.map_or_else(|| "~20 MB".to_owned(), |p| size(p.size))
         ),
         stasis: pick(&s.push, |p| p.push),
@@ -218,6 +218,7 @@ pub fn snapshot_rows(r: &Results) -> Vec<Row> {
         baseline: Some(Figure::latency(&s.push_raw)),
         goals: Vec::new(),
     });
+    rows.extend(crate::chunk_rows::host_rows(s));
     let rebuild = s.conversation.as_ref().ok();
     rows.push(Row {
         workload: format!(

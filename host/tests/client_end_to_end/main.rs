@@ -16,6 +16,7 @@
 mod boot;
 mod cli;
 mod drain;
+mod fallback;
 mod helpers;
 mod push_pull;
 mod sidecar;
