@@ -27,13 +27,13 @@ fn sha_of(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
-/// A database of about 700 KiB: 22 chunks of 32 KiB.
+/// A database of about 1.5 MB: 46 chunks of 32 KiB (above the size pushed whole).
 fn multi_chunk_db(dir: &Path) -> PathBuf {
     let path = dir.join("kilo.db");
     let conn = rusqlite::Connection::open(&path).expect("open");
     conn.execute_batch(
         "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);
-         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 6500)
          INSERT INTO t (v) SELECT printf('%0200d', i) FROM n;",
     )
     .expect("fill");

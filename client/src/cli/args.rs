@@ -137,9 +137,9 @@ pub enum SnapshotCommand {
     /// Takes the copy with SQLite's online backup API (the database may be open and written
     /// meanwhile), splits it into fixed chunks (32 KiB up to 1 GiB, larger beyond so that there
     /// are at most 32,768) and hashes each, asks the server which chunks it lacks, uploads
-    /// those (8 at a time), and commits the manifest (with If-Match when given). A server
-    /// without the chunk routes (or --whole-file) gets the whole file in one PUT with
-    /// X-Stasis-Sha256. Checks the server's receipt and prints it as JSON on stdout, with what
+    /// those (8 at a time), and commits the manifest (with If-Match when given). A snapshot of
+    /// at most 1 MiB, a server without the chunk routes, or --whole-file: the whole file in one
+    /// PUT with X-Stasis-Sha256. Checks the server's receipt and prints it as JSON on stdout, with what
     /// was sent ("transfer": chunks sent of the total, bytes sent).
     Push(PushArgs),
 

@@ -28,7 +28,9 @@ pub use cache::{CACHE_DIR_ENV, CacheRead, ChunkCache, DEFAULT_CACHE_BYTES};
 pub use chunks::{ChunkedFile, chunk_size_for};
 pub use landing::quick_check;
 pub use pull::{PullOptions, PullOutcome, PulledSnapshot, pull};
-pub use push::{PushOptions, PushReceipt, push, upload_file, upload_whole_file};
+pub use push::{
+    PushOptions, PushReceipt, SMALL_SNAPSHOT_BYTES, push, upload_file, upload_whole_file,
+};
 pub use transfer::{PullTransfer, PushTransfer, TransferMode};
 
 /// The hex sha256 and size of a file, read in chunks.

@@ -84,9 +84,14 @@ pub fn push(
     upload_file(client, agent, &copy, &chunked, options)
 }
 
+/// Snapshots up to this size go whole: one request instead of three or more, and the server
+/// keeps them inline in SQL (its default inline limit), with no KV operation at all.
+pub const SMALL_SNAPSHOT_BYTES: u64 = 1024 * 1024;
+
 /// Uploads `file`, a consistent database nothing writes to meanwhile, whose chunks `chunked`
 /// describes, as `agent`'s snapshot: by the delta protocol (only the chunks the server lacks),
-/// or whole when `options.whole_file` says so or the server does not know the chunk routes.
+/// or whole when it is at most [`SMALL_SNAPSHOT_BYTES`], when `options.whole_file` says so, or
+/// when the server does not know the chunk routes.
 /// Fills `options.cache` with the file's chunks once the snapshot is stored.
 pub fn upload_file(
     client: &Client,
@@ -95,7 +100,7 @@ pub fn upload_file(
     chunked: &ChunkedFile,
     options: &PushOptions,
 ) -> Result<PushReceipt> {
-    let delta = if options.whole_file {
+    let delta = if options.whole_file || chunked.size <= SMALL_SNAPSHOT_BYTES {
         Delta::Unsupported
     } else {
         DeltaPush {

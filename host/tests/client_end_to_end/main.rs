@@ -14,6 +14,7 @@
 #![allow(clippy::expect_used, clippy::panic, reason = "tests fail loudly")]
 
 mod boot;
+mod chunked;
 mod cli;
 mod drain;
 mod fallback;
