@@ -20,6 +20,9 @@ pub struct ServeConfig {
     /// The largest snapshot accepted (whole-file or manifest); larger ones
     /// are refused with 413.
     pub snapshot_limit: u64,
+    /// How long uploaded chunks no manifest names yet are kept (an upload
+    /// in progress) before they are collected.
+    pub snapshot_pending_ttl: Duration,
     /// The token secret; `None` serves loopback only, without auth.
     pub secret: Option<Vec<u8>>,
     /// Timeouts and the connection cap.

@@ -28,6 +28,10 @@ pub struct ServeArgs {
     /// refused with 413 and changes nothing.
     #[arg(long, env = "STASIS_MAX_SNAPSHOT_BYTES", default_value_t = stasis_domain::snapshot::DEFAULT_SNAPSHOT_LIMIT)]
     max_snapshot_bytes: u64,
+    /// How long uploaded snapshot chunks that no manifest names yet are
+    /// kept (an upload in progress) before they are collected.
+    #[arg(long, env = "STASIS_SNAPSHOT_PENDING_TTL", default_value = "1h")]
+    snapshot_pending_ttl: humantime::Duration,
     #[command(flatten)]
     limits: LimitArgs,
     #[command(flatten)]
@@ -78,6 +82,7 @@ impl ServeArgs {
             max_events_per_agent: self.max_events_per_agent,
             snapshot_inline_limit: self.snapshot_inline_limit,
             snapshot_limit: self.max_snapshot_bytes,
+            snapshot_pending_ttl: self.snapshot_pending_ttl.into(),
             secret: config::load_secret(self.secret.secret, self.secret.secret_file)?,
             server: ServerLimits {
                 header_timeout: limits.header_timeout.into(),

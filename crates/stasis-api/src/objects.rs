@@ -82,6 +82,12 @@ pub trait Snapshots {
     /// The largest snapshot accepted.
     fn snapshot_limit(&self) -> u64;
 
+    /// How long uploaded chunks no manifest names are kept (ms): an upload
+    /// in progress.
+    fn snapshot_pending_ttl_ms(&self) -> i64 {
+        snapshot::PENDING_CHUNK_TTL_MS
+    }
+
     /// The current snapshot, with its verified bytes when `with_bytes`
     /// (read whole: an export's).
     fn snapshot_read(

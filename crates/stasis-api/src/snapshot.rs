@@ -41,6 +41,7 @@ where
         inline_limit: objects.snapshot_inline_limit(),
         key_prefix: snapshot::key_prefix(key),
         limit: objects.snapshot_limit(),
+        pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
     };
     let object = objects.snapshot_object(key);
     let blobs = objects.snapshot_blobs()?;

@@ -59,7 +59,8 @@ pub async fn missing(
         .into_iter()
         .map(|c| c.to_ascii_lowercase())
         .collect();
-    let missing = chunk_saga::missing(&objects.snapshot_object(key), chunks).await?;
+    let object = objects.snapshot_object(key);
+    let missing = chunk_saga::missing(&object, chunks, objects.snapshot_pending_ttl_ms()).await?;
     Ok(reply::json(StatusCode::OK, &MissingReply { missing }))
 }
 
@@ -83,7 +84,10 @@ pub async fn put_chunk<O: Objects + Snapshots>(
         &snapshot::key_prefix(key),
         name,
         bytes,
-        objects.now_ms(),
+        chunk_saga::Upload {
+            started_at: objects.now_ms(),
+            pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
+        },
     )
     .await?;
     let status = if fresh {

@@ -128,6 +128,7 @@ fn request() -> PutRequest {
         inline_limit: 1024,
         key_prefix: PREFIX.into(),
         limit: LIMIT,
+        pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
     }
 }
 

@@ -38,6 +38,7 @@ struct Inner {
     max_events: u64,
     snapshot_inline_limit: u64,
     snapshot_limit: u64,
+    snapshot_pending_ttl_ms: i64,
     kv: Arc<KvFolder>,
     open: OpenObjects,
     readiness: Readiness,
@@ -56,6 +57,8 @@ impl HostObjects {
                 max_events: config.max_events_per_agent,
                 snapshot_inline_limit: config.snapshot_inline_limit,
                 snapshot_limit: config.snapshot_limit,
+                snapshot_pending_ttl_ms: i64::try_from(config.snapshot_pending_ttl.as_millis())
+                    .unwrap_or(i64::MAX),
                 kv: Arc::new(kv),
                 open: OpenObjects::new(config.objects.clone()),
                 readiness: Readiness::new(config.data_dir.clone(), config.durability),
@@ -193,6 +196,10 @@ impl Snapshots for HostObjects {
 
     fn snapshot_limit(&self) -> u64 {
         self.inner.snapshot_limit
+    }
+
+    fn snapshot_pending_ttl_ms(&self) -> i64 {
+        self.inner.snapshot_pending_ttl_ms
     }
 }
 

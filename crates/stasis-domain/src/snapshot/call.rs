@@ -67,6 +67,9 @@ pub enum SnapshotCall {
     Missing {
         /// Hex sha256s.
         chunks: Vec<String>,
+        /// How long the held ones are kept from collection (ms).
+        #[serde(default = "super::default_pending_ttl")]
+        pending_ttl_ms: i64,
     },
     /// Records chunks KV now holds.
     RecordChunks {
@@ -74,6 +77,9 @@ pub enum SnapshotCall {
         chunks: Vec<(String, u64)>,
         /// When the upload began (ms), to tell it from a collection.
         started_at: i64,
+        /// How long they are kept while no manifest names them (ms).
+        #[serde(default = "super::default_pending_ttl")]
+        pending_ttl_ms: i64,
     },
     /// Switches the metadata to a manifest whose chunks the store holds.
     CommitManifest {

@@ -58,17 +58,30 @@ pub fn execute(
             rules::check_precondition(store, precondition.as_ref())?;
             SnapshotReply::Done
         }
-        SnapshotCall::Missing { chunks } => {
-            let hashes = parse_all(chunks, "invalid_chunk_list")?;
-            SnapshotReply::Chunks(hex_all(&chunk_table::missing(store, &hashes, now)?))
+        SnapshotCall::Missing {
+            chunks,
+            pending_ttl_ms,
+        } => {
+            let hashes = parse_all(chunks, "invalid_request")?;
+            let until = now.saturating_add(*pending_ttl_ms);
+            SnapshotReply::Chunks(hex_all(&chunk_table::missing(store, &hashes, until)?))
         }
-        SnapshotCall::RecordChunks { chunks, started_at } => {
+        SnapshotCall::RecordChunks {
+            chunks,
+            started_at,
+            pending_ttl_ms,
+        } => {
             let mut parsed = Vec::with_capacity(chunks.len());
             for (hex, size) in chunks {
                 let hash = parse_all(std::slice::from_ref(hex), "invalid_id")?;
                 parsed.extend(hash.into_iter().map(|h| (h, *size)));
             }
-            SnapshotReply::Recorded(chunk_table::record(store, &parsed, *started_at, now)?)
+            let times = chunk_table::Times {
+                started_at: *started_at,
+                now_ms: now,
+                pending_until: now.saturating_add(*pending_ttl_ms),
+            };
+            SnapshotReply::Recorded(chunk_table::record(store, &parsed, &times)?)
         }
         SnapshotCall::CommitManifest {
             manifest,

@@ -19,12 +19,28 @@ use super::{
 };
 use crate::DomainError;
 
-/// The chunks of `chunks` the agent's store lacks, once each, in order.
+/// When an upload began and how long its chunks are kept while no manifest
+/// names them.
+#[derive(Debug, Clone, Copy)]
+pub struct Upload {
+    /// When the upload began (ms).
+    pub started_at: i64,
+    /// How long its chunks are kept uncommitted (ms).
+    pub pending_ttl_ms: i64,
+}
+
+/// The chunks of `chunks` the agent's store lacks, once each, in order;
+/// the held ones are kept for `pending_ttl_ms`.
 pub async fn missing(
     object: &impl SnapshotObject,
     chunks: Vec<String>,
+    pending_ttl_ms: i64,
 ) -> Result<Vec<String>, DomainError> {
-    match object.call(SnapshotCall::Missing { chunks }).await? {
+    let call = SnapshotCall::Missing {
+        chunks,
+        pending_ttl_ms,
+    };
+    match object.call(call).await? {
         SnapshotReply::Chunks(missing) => Ok(missing),
         other => Err(unexpected(&other)),
     }
@@ -38,7 +54,7 @@ pub async fn put_chunk(
     key_prefix: &str,
     name: &str,
     bytes: &[u8],
-    started_at: i64,
+    upload: Upload,
 ) -> Result<bool, DomainError> {
     let actual = blobs.sha256_hex(bytes).await;
     if actual != name {
@@ -49,7 +65,7 @@ pub async fn put_chunk(
     }
     blobs.put(&chunk_key(key_prefix, name), bytes).await?;
     let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    record(object, vec![(actual, size)], started_at)
+    record(object, vec![(actual, size)], upload)
         .await
         .map(|fresh| fresh.first().copied().unwrap_or(false))
 }
@@ -58,12 +74,14 @@ pub async fn put_chunk(
 pub async fn record(
     object: &impl SnapshotObject,
     chunks: Vec<(String, u64)>,
-    started_at: i64,
+    upload: Upload,
 ) -> Result<Vec<bool>, DomainError> {
-    match object
-        .call(SnapshotCall::RecordChunks { chunks, started_at })
-        .await?
-    {
+    let call = SnapshotCall::RecordChunks {
+        chunks,
+        started_at: upload.started_at,
+        pending_ttl_ms: upload.pending_ttl_ms,
+    };
+    match object.call(call).await? {
         SnapshotReply::Recorded(fresh) => Ok(fresh),
         other => Err(unexpected(&other)),
     }

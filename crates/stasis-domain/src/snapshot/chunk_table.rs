@@ -116,12 +116,12 @@ pub fn stored_sizes(
 }
 
 /// The ones of `hashes` the store does not hold, once each, in order. The
-/// ones it holds are kept an hour from now even if no manifest names them:
-/// the asker is about to commit a manifest that does.
+/// ones it holds are kept until `pending_until` even if no manifest names
+/// them: the asker is about to commit a manifest that does.
 pub fn missing(
     store: &impl SqlStore,
     hashes: &[ChunkHash],
-    now_ms: i64,
+    pending_until: i64,
 ) -> Result<Vec<ChunkHash>, DomainError> {
     let wanted = distinct(hashes);
     let held = stored_sizes(store, &wanted)?;
@@ -130,7 +130,7 @@ pub fn missing(
         store,
         "UPDATE snapshot_chunks SET pending_until = MAX(pending_until, ?1)
          WHERE hash IN ({in})",
-        &[SqlValue::from(now_ms.saturating_add(PENDING_CHUNK_TTL_MS))],
+        &[SqlValue::from(pending_until)],
         &held_list,
         |_| Ok(()),
     )?;
@@ -140,16 +140,29 @@ pub fn missing(
         .collect())
 }
 
-/// Records chunks KV now holds (an upload that began at `started_at`);
-/// returns, for each, whether it was new. Refuses (503) a chunk a
-/// collection is deleting or deleted after the upload began.
+/// When an upload is recorded.
+pub struct Times {
+    /// When the upload began (ms).
+    pub started_at: i64,
+    /// Now (ms).
+    pub now_ms: i64,
+    /// Until when its chunks are kept while no manifest names them.
+    pub pending_until: i64,
+}
+
+/// Records chunks KV now holds; returns, for each, whether it was new.
+/// Refuses (503) a chunk a collection is deleting or deleted after the
+/// upload began.
 pub fn record(
     store: &impl SqlStore,
     chunks: &[(ChunkHash, u64)],
-    started_at: i64,
-    now_ms: i64,
+    times: &Times,
 ) -> Result<Vec<bool>, DomainError> {
-    let pending_until = now_ms.saturating_add(PENDING_CHUNK_TTL_MS);
+    let Times {
+        started_at,
+        now_ms,
+        pending_until,
+    } = *times;
     let mut fresh = Vec::with_capacity(chunks.len());
     for (hash, size) in chunks {
         let row = store.first_row(

@@ -140,10 +140,17 @@ pub struct PutRequest {
     /// The snapshot limit.
     #[serde(default = "default_limit")]
     pub limit: u64,
+    /// How long chunks written but not yet committed are kept (ms).
+    #[serde(default = "default_pending_ttl")]
+    pub pending_ttl_ms: i64,
 }
 
 fn default_limit() -> u64 {
     DEFAULT_SNAPSHOT_LIMIT
+}
+
+fn default_pending_ttl() -> i64 {
+    PENDING_CHUNK_TTL_MS
 }
 
 /// The KV key of one of an agent's chunks.

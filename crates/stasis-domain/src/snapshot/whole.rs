@@ -94,9 +94,11 @@ impl WholeWriter {
 
     async fn record(&mut self, object: &impl SnapshotObject) -> Result<(), DomainError> {
         let batch = std::mem::take(&mut self.unrecorded);
-        chunk_saga::record(object, batch, self.started_at)
-            .await
-            .map(drop)
+        let upload = chunk_saga::Upload {
+            started_at: self.started_at,
+            pending_ttl_ms: self.request.pending_ttl_ms,
+        };
+        chunk_saga::record(object, batch, upload).await.map(drop)
     }
 
     /// Ends the body: checks `X-Stasis-Sha256`, then stores a small body
@@ -135,7 +137,11 @@ impl WholeWriter {
             event_watermark: self.request.event_watermark,
             limit: self.request.limit,
         };
-        chunk_saga::commit(object, blobs, &self.request.key_prefix, request).await
+        let meta = chunk_saga::commit(object, blobs, &self.request.key_prefix, request).await?;
+        // Chunk keys a crash left unrecorded go with the next whole-file
+        // PUT, as single keys did; the PUT has succeeded whatever it meets.
+        let _ = saga::sweep(object, blobs, &self.request.key_prefix).await;
+        Ok(meta)
     }
 }
 
