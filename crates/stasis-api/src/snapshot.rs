@@ -54,7 +54,9 @@ where
     let size_hint = crate::content_length(headers)?;
     let mut writer = WholeWriter::new(request, size_hint, objects.now_ms());
     while let Some(piece) = body.next().await {
-        writer.write(&object, &blobs, &piece?).await?;
+        writer
+            .write(&object, &blobs, &piece?, objects.now_ms())
+            .await?;
     }
     let meta = writer.finish(&object, &blobs).await?;
     let mut response = reply::json(StatusCode::CREATED, &meta);

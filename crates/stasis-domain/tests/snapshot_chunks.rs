@@ -99,7 +99,7 @@ fn write_whole(store: &SqliteStore, kv: &MemoryKv, bytes: &[u8], size_hint: u64)
     let object = object(store);
     let mut writer = WholeWriter::new(request(), Some(size_hint), 0);
     for piece in bytes.chunks(300_000) {
-        run_ready(writer.write(&object, kv, piece))
+        run_ready(writer.write(&object, kv, piece, 0))
             .expect("ready")
             .expect("written");
     }
