@@ -143,7 +143,7 @@ pub fn stamped(body: &Bytes, round: u64) -> Bytes {
 }
 
 /// A SQLite database of about `bytes` (rows of pseudo-random text from
-/// `seed`, 2 KiB each), as its file's bytes: what a pull accepts (it runs
+/// `seed`, four to a 4 KiB page), as its file's bytes: what a pull accepts (it runs
 /// `PRAGMA quick_check`), where pseudo-random bytes would be refused.
 pub fn sqlite_bytes(bytes: usize, seed: u64) -> anyhow::Result<Vec<u8>> {
     let dir = tempfile::Builder::new()
@@ -154,12 +154,12 @@ pub fn sqlite_bytes(bytes: usize, seed: u64) -> anyhow::Result<Vec<u8>> {
     conn.execute_batch("CREATE TABLE part (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")?;
     let noise = hex::encode(random_bytes(1 << 20, seed));
     let tx = conn.unchecked_transaction()?;
-    let rows = bytes.div_ceil(2100);
+    let rows = bytes.div_ceil(1024);
     for row in 0..rows {
-        let at = (row * 1031) % (noise.len() - 2048);
+        let at = (row * 1031) % (noise.len() - 1000);
         tx.execute(
             "INSERT INTO part (data) VALUES (?1)",
-            [noise.get(at..at + 2048).unwrap_or_default()],
+            [noise.get(at..at + 1000).unwrap_or_default()],
         )?;
     }
     tx.commit()?;

@@ -34,6 +34,46 @@ where
     O: Objects + Snapshots,
     S: Stream<Item = Result<Bytes, ApiError>>,
 {
+    let mut body = std::pin::pin!(body);
+    let request = match put_request(objects, key, headers).await {
+        Ok(request) => request,
+        Err(err) => {
+            // Read a small refused body before answering: the edge's local
+            // runtime breaks a request answered while its body still flows.
+            let mut drained = 0;
+            while drained < DRAIN_LIMIT
+                && let Some(Ok(piece)) = body.next().await
+            {
+                drained += piece.len();
+            }
+            return Err(err);
+        }
+    };
+    let object = objects.snapshot_object(key);
+    let blobs = objects.snapshot_blobs()?;
+    let size_hint = crate::content_length(headers)?;
+    let mut writer = WholeWriter::new(request, size_hint, objects.now_ms());
+    while let Some(piece) = body.next().await {
+        writer
+            .write(&object, &blobs, &piece?, objects.now_ms())
+            .await?;
+    }
+    let meta = writer.finish(&object, &blobs).await?;
+    let mut response = reply::json(StatusCode::CREATED, &meta);
+    describe(response.headers_mut(), &meta);
+    Ok(response)
+}
+
+/// The most bytes of a refused body read before answering.
+const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
+
+/// The PUT's headers as the domain reads them; a stale `If-Match` is
+/// refused here, before any byte is stored.
+async fn put_request<O: Objects + Snapshots>(
+    objects: &O,
+    key: &AgentKey,
+    headers: &HeaderMap,
+) -> Result<PutRequest, ApiError> {
     let request = PutRequest {
         expected_sha256: expected_sha256(headers)?,
         precondition: etag_list(headers, header::IF_MATCH)?,
@@ -43,25 +83,13 @@ where
         limit: objects.snapshot_limit(),
         pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
     };
-    let object = objects.snapshot_object(key);
-    let blobs = objects.snapshot_blobs()?;
     if let Some(precondition) = &request.precondition {
-        // A stale If-Match is refused before any byte is stored.
         let check = SnapshotCall::CheckPrecondition {
             precondition: Some(precondition.clone()),
         };
-        object.call(check).await?;
+        objects.snapshot_object(key).call(check).await?;
     }
-    let size_hint = crate::content_length(headers)?;
-    let mut writer = WholeWriter::new(request, size_hint, objects.now_ms());
-    let mut body = std::pin::pin!(body);
-    while let Some(piece) = body.next().await {
-        writer.write(&object, &blobs, &piece?).await?;
-    }
-    let meta = writer.finish(&object, &blobs).await?;
-    let mut response = reply::json(StatusCode::CREATED, &meta);
-    describe(response.headers_mut(), &meta);
-    Ok(response)
+    Ok(request)
 }
 
 /// A whole-file GET whose head and first piece are read: the runtime

@@ -122,14 +122,17 @@ fn a_pull_that_cannot_complete_leaves_no_partial_file() {
     }
     set_mode(&locked, 0o755);
 
-    // The stored copy rots (its largest KV value: the whole file, or a chunk of it): the
-    // server refuses to send it, the pull fails after its retries,
+    // The stored copy rots: the server refuses to send it, the pull fails after its retries,
     // and the old database is left as it was with nothing beside it.
-    let blob = largest_file(&data.path().join("kv/snapshots/e2e-fail/hq/mayor"));
-    let mut rotten = std::fs::read(&blob).expect("the KV value");
-    let middle = rotten.len() / 2;
-    rotten[middle] ^= 0xff;
-    std::fs::write(&blob, rotten).expect("rot");
+    // Every chunk rots, so the first one read already fails (a later one
+    // would cut the response instead of answering 500).
+    let chunks = data.path().join("kv/snapshots/e2e-fail/hq/mayor/chunks");
+    for chunk in std::fs::read_dir(&chunks).expect("the chunks").flatten() {
+        let mut rotten = std::fs::read(chunk.path()).expect("a chunk");
+        let middle = rotten.len() / 2;
+        rotten[middle] ^= 0xff;
+        std::fs::write(chunk.path(), rotten).expect("rot");
+    }
     let home = work.path().join("home");
     std::fs::create_dir(&home).expect("dir");
     std::fs::write(home.join("kilo.db"), b"the old database").expect("old");
@@ -183,22 +186,4 @@ fn a_push_guarded_by_if_match_stores_on_the_current_etag_and_is_refused_on_a_sta
 fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
-}
-
-/// The largest file under `dir`, at any depth.
-fn largest_file(dir: &Path) -> std::path::PathBuf {
-    let mut best: Option<(u64, std::path::PathBuf)> = None;
-    let mut pending = vec![dir.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read dir") {
-            let path = entry.expect("entry").path();
-            let meta = std::fs::metadata(&path).expect("metadata");
-            if meta.is_dir() {
-                pending.push(path);
-            } else if best.as_ref().is_none_or(|(len, _)| meta.len() > *len) {
-                best = Some((meta.len(), path));
-            }
-        }
-    }
-    best.expect("a stored value").1
 }

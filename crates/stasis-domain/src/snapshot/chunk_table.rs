@@ -351,7 +351,8 @@ pub fn collect_done(
 }
 
 /// Of chunk keys found in KV, takes for deletion those the table has no
-/// row for (left by a crash between an upload's KV write and its record).
+/// live row for: none at all, or a tombstone (left by a crash between an
+/// upload's KV write and its record).
 pub fn claim_orphans(
     store: &impl SqlStore,
     hashes: &[ChunkHash],
@@ -360,8 +361,8 @@ pub fn claim_orphans(
     let mut known = HashSet::new();
     each_batch(
         store,
-        "SELECT hash FROM snapshot_chunks WHERE hash IN ({in})",
-        &[],
+        "SELECT hash FROM snapshot_chunks WHERE state != ?1 AND hash IN ({in})",
+        &[SqlValue::from(GONE)],
         hashes,
         |row| {
             known.insert(hash_of(row, 0)?);
@@ -374,7 +375,8 @@ pub fn claim_orphans(
         .collect();
     for hash in &orphans {
         store.run(
-            "INSERT INTO snapshot_chunks (hash, size, state, refs, pending_until, changed_at)
+            "INSERT OR REPLACE INTO snapshot_chunks
+                (hash, size, state, refs, pending_until, changed_at)
              VALUES (?1, 0, ?2, 0, 0, ?3)",
             params![hash.to_vec(), DELETING, now_ms],
         )?;

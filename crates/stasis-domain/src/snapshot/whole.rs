@@ -49,13 +49,19 @@ impl WholeWriter {
         }
     }
 
-    /// Takes the next bytes of the body.
+    /// Takes the next bytes of the body, arriving at `now_ms`.
     pub async fn write(
         &mut self,
         object: &impl SnapshotObject,
         blobs: &impl BlobStore,
         mut data: &[u8],
+        now_ms: i64,
     ) -> Result<(), DomainError> {
+        if self.unrecorded.is_empty() {
+            // The batch's uploads begin no earlier than now: a chunk a
+            // collection deleted before then may be written again.
+            self.started_at = now_ms;
+        }
         self.size += u64::try_from(data.len()).unwrap_or(u64::MAX);
         rules::check_size(self.size, self.request.limit)?;
         self.whole.update(data);
