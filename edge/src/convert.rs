@@ -136,7 +136,7 @@ pub fn body_stream(
 /// client sees fewer bytes than `Content-Length`).
 pub fn snapshot_response(
     objects: crate::objects::EdgeObjects,
-    download: stasis_api::snapshot::Download,
+    download: Box<stasis_api::snapshot::Download>,
     head: &http::request::Parts,
 ) -> Result<Response> {
     let path = head.uri.path().to_owned();

@@ -101,7 +101,7 @@ pub enum Reply {
     Export(export::Export),
     /// A snapshot's bytes, assembled from its chunks as they are read; see
     /// [`snapshot::stream`] and [`snapshot::Download::head`].
-    Snapshot(snapshot::Download),
+    Snapshot(Box<snapshot::Download>),
 }
 
 impl<O: Objects + Snapshots> Api<O> {

@@ -121,15 +121,14 @@ pub async fn get<O: Snapshots>(
     with_bytes: bool,
 ) -> Result<Reply, ApiError> {
     let object = objects.snapshot_object(key);
-    if let Some(wanted) = etag_list(headers, header::IF_NONE_MATCH)? {
-        if let Some(plan) = chunk_saga::plan(&object, false).await?
-            && wanted.holds(Some(&plan.meta))
-        {
-            let mut response = Response::new(Bytes::new());
-            *response.status_mut() = StatusCode::NOT_MODIFIED;
-            describe(response.headers_mut(), &plan.meta);
-            return Ok(Reply::Full(response));
-        }
+    if let Some(wanted) = etag_list(headers, header::IF_NONE_MATCH)?
+        && let Some(plan) = chunk_saga::plan(&object, false).await?
+        && wanted.holds(Some(&plan.meta))
+    {
+        let mut response = Response::new(Bytes::new());
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        describe(response.headers_mut(), &plan.meta);
+        return Ok(Reply::Full(response));
     }
     let plan = chunk_saga::plan(&object, with_bytes)
         .await
@@ -153,11 +152,11 @@ pub async fn get<O: Snapshots>(
         let bytes = first.map(Bytes::from).unwrap_or_default();
         return Ok(Reply::Full(head.map(|()| bytes)));
     }
-    Ok(Reply::Snapshot(Download {
+    Ok(Reply::Snapshot(Box::new(Download {
         head,
         first,
         reader,
-    }))
+    })))
 }
 
 /// A [`Download`]'s body, piece by piece, each verified; an `Err` (bytes
@@ -166,9 +165,9 @@ pub async fn get<O: Snapshots>(
 /// file.
 pub fn stream<O: Snapshots + 'static>(
     objects: O,
-    download: Download,
+    download: Box<Download>,
 ) -> impl Stream<Item = Result<Bytes, ApiError>> {
-    let Download { first, reader, .. } = download;
+    let Download { first, reader, .. } = *download;
     futures::stream::try_unfold(
         (objects, first, reader),
         |(objects, first, mut reader)| async move {

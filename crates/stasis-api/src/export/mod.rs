@@ -68,7 +68,7 @@ enum Part {
     Events(u64),
     Memory(Option<String>),
     Snapshot,
-    SnapshotBytes(SnapshotPart),
+    SnapshotBytes(Box<SnapshotPart>),
     Done,
 }
 
@@ -206,10 +206,10 @@ impl<O: Objects + Snapshots> Exporter<O> {
         match chunk_saga::plan(&object, true).await? {
             Some(plan) => Ok((
                 Render::open_snapshot(&plan.meta),
-                Part::SnapshotBytes(SnapshotPart::new(WholeReader::new(
+                Part::SnapshotBytes(Box::new(SnapshotPart::new(WholeReader::new(
                     plan,
                     snapshot::key_prefix(key),
-                ))),
+                )))),
             )),
             None => Ok((Render::no_snapshot(), Part::Done)),
         }
