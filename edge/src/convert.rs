@@ -151,6 +151,35 @@ pub async fn drain(chunks: &mut (impl Stream<Item = Result<Vec<u8>>> + Unpin)) {
     while let Some(Ok(_)) = chunks.next().await {}
 }
 
+/// A snapshot's bytes, assembled from its chunks as they are read; a chunk
+/// that fails verification errors the stream, which cuts the response (the
+/// client sees fewer bytes than `Content-Length`).
+pub fn snapshot_response(
+    objects: crate::objects::EdgeObjects,
+    download: Box<stasis_api::snapshot::Download>,
+    head: &http::request::Parts,
+) -> Result<Response> {
+    let path = head.uri.path().to_owned();
+    let response_head = download.head();
+    let chunks = stasis_api::snapshot::stream(objects, download).map(move |chunk| {
+        chunk.map(Vec::from).map_err(|err| {
+            let detail = err.cause.as_deref().unwrap_or(&err.message);
+            worker::console_error!(
+                "snapshot download of {path} cut after its head was sent: {} {detail}",
+                err.code
+            );
+            worker::Error::RustError("the download was cut; the worker log holds the cause".into())
+        })
+    });
+    let headers = Headers::new();
+    for (name, value) in response_head.headers() {
+        if let Ok(value) = value.to_str() {
+            headers.set(name.as_str(), value)?;
+        }
+    }
+    Ok(Response::from_stream(chunks)?.with_headers(headers))
+}
+
 /// An export, streamed as it is read. A failure after the head was sent
 /// errors the stream, which cuts the response; its cause is logged with
 /// the request's `cf-ray` (or `X-Request-Id`).

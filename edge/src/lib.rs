@@ -67,5 +67,8 @@ async fn reply(
         Reply::Full(response) => convert::to_worker(response),
         Reply::Stream(tail) => api.objects().open_tail(&tail).await,
         Reply::Export(export) => convert::export_response(api.objects().clone(), export, head),
+        Reply::Snapshot(download) => {
+            convert::snapshot_response(api.objects().clone(), download, head)
+        }
     }
 }

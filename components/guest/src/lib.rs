@@ -86,6 +86,7 @@ pub fn to_wit_error(err: DomainError) -> types::Error {
         }),
         DomainError::CursorExpired { first_seq } => types::Error::CursorExpired(first_seq),
         DomainError::Unavailable(r) => types::Error::Unavailable(refusal(r)),
+        DomainError::ChunksMissing { missing } => types::Error::ChunksMissing(missing),
         DomainError::Storage(m) => types::Error::Storage(m),
     }
 }

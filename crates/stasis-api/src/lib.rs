@@ -32,7 +32,8 @@ mod objects;
 mod query;
 pub mod reply;
 pub mod route;
-mod snapshot;
+pub mod snapshot;
+mod snapshot_delta;
 pub mod sse;
 mod town_http;
 
@@ -79,8 +80,13 @@ impl Admitted {
     /// ([`Api::handle_streamed`]) rather than read it whole: an import's
     /// body may be far larger than memory.
     pub fn streams_body(&self) -> bool {
-        self.method == Method::PUT
-            && matches!(self.endpoint, Endpoint::Agent(_, AgentEndpoint::Import))
+        match self.endpoint {
+            Endpoint::Agent(_, AgentEndpoint::Import) => self.method == Method::PUT,
+            Endpoint::Agent(_, AgentEndpoint::Snapshot) => {
+                matches!(self.method, Method::PUT | Method::POST)
+            }
+            _ => false,
+        }
     }
 }
 
@@ -93,6 +99,9 @@ pub enum Reply {
     /// An agent's manifest, 200 `application/json`, written as it is read;
     /// see [`export::stream`] and [`export_head`].
     Export(export::Export),
+    /// A snapshot's bytes, assembled from its chunks as they are read; see
+    /// [`snapshot::stream`] and [`snapshot::Download::head`].
+    Snapshot(Box<snapshot::Download>),
 }
 
 impl<O: Objects + Snapshots> Api<O> {
@@ -135,8 +144,11 @@ impl<O: Objects + Snapshots> Api<O> {
                 format!("this token does not reach town {town:?}"),
             ));
         }
-        let body_limit =
-            body_rules::check(&endpoint, &head.method, &head.headers, self.import_limit)?;
+        let limits = body_rules::Limits {
+            import: self.import_limit,
+            snapshot: self.objects.snapshot_limit(),
+        };
+        let body_limit = body_rules::check(&endpoint, &head.method, &head.headers, limits)?;
         let admitted = Admitted {
             endpoint,
             method: head.method.clone(),
@@ -188,8 +200,11 @@ impl<O: Objects + Snapshots> Api<O> {
                 let query = query::Query::parse(admitted.query.as_deref());
                 import::run(&self.objects, key, &query, body).await
             }
+            Endpoint::Agent(key, AgentEndpoint::Snapshot) if admitted.streams_body() => {
+                snapshot::put(&self.objects, key, &admitted.headers, body).await
+            }
             _ => Err(ApiError::internal(
-                "only an import takes its body as a stream",
+                "only an import or a snapshot takes its body as a stream",
             )),
         };
         Reply::Full(outcome.unwrap_or_else(ApiError::into_response))
@@ -241,6 +256,14 @@ impl<O: Objects + Snapshots> Api<O> {
                 let whole = futures::stream::iter([Ok(body)]);
                 import::run(objects, &key, &query, whole).await?
             }
+            Endpoint::Agent(key, AgentEndpoint::Snapshot) => match method {
+                Method::PUT | Method::POST => {
+                    let whole = futures::stream::iter([Ok(body)]);
+                    snapshot::put(objects, &key, &headers, whole).await?
+                }
+                Method::DELETE => snapshot::delete(objects, &key).await?,
+                _ => return snapshot::get(objects, &key, &headers, method == Method::GET).await,
+            },
             Endpoint::Agent(key, endpoint) => {
                 self.agent_endpoint(&key, endpoint, &method, &query, &headers, body)
                     .await?
@@ -275,15 +298,24 @@ impl<O: Objects + Snapshots> Api<O> {
             AgentEndpoint::MemoryEntry(memory_key) => {
                 agent_http::memory_entry(objects, key, &memory_key, method, &body).await
             }
-            AgentEndpoint::Snapshot => match *method {
-                Method::PUT | Method::POST => snapshot::put(objects, key, headers, body).await,
-                Method::DELETE => snapshot::delete(objects, key).await,
-                _ => snapshot::get(objects, key, headers, *method == Method::GET).await,
-            },
-            AgentEndpoint::Dispatch => mayor_http::dispatch_agent(objects, key, &body).await,
-            AgentEndpoint::Events | AgentEndpoint::Export | AgentEndpoint::Import => {
-                Err(ApiError::internal("routed above"))
+            AgentEndpoint::SnapshotMissing => snapshot_delta::missing(objects, key, &body).await,
+            AgentEndpoint::SnapshotChunk(name) if *method == Method::PUT => {
+                snapshot_delta::put_chunk(objects, key, &name, &body).await
             }
+            AgentEndpoint::SnapshotChunk(name) => {
+                snapshot_delta::get_chunk(objects, key, &name).await
+            }
+            AgentEndpoint::SnapshotManifest if *method == Method::PUT => {
+                snapshot_delta::put_manifest(objects, key, headers, &body).await
+            }
+            AgentEndpoint::SnapshotManifest => {
+                snapshot_delta::get_manifest(objects, key, headers).await
+            }
+            AgentEndpoint::Dispatch => mayor_http::dispatch_agent(objects, key, &body).await,
+            AgentEndpoint::Events
+            | AgentEndpoint::Export
+            | AgentEndpoint::Import
+            | AgentEndpoint::Snapshot => Err(ApiError::internal("routed above")),
         }
     }
 
@@ -384,7 +416,7 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
         })
 }
 
-fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+pub(crate) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     let Some(value) = headers.get(header::CONTENT_LENGTH) else {
         return Ok(None);
     };

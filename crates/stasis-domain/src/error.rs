@@ -54,6 +54,13 @@ pub enum DomainError {
         /// The oldest seq still readable.
         first_seq: u64,
     },
+    /// A snapshot manifest names chunks the agent's store does not hold
+    /// (409 `chunks_missing`, listing them).
+    #[error("the manifest names {} chunk(s) this agent's store does not hold", .missing.len())]
+    ChunksMissing {
+        /// Their lowercase hex sha256s, in manifest order, once each.
+        missing: Vec<String>,
+    },
     /// Not ready yet; retry later (503).
     #[error("{}", .0.message)]
     Unavailable(Refusal),
@@ -73,6 +80,7 @@ impl DomainError {
             | Self::Unavailable(r) => &r.code,
             Self::TooLarge { code, .. } => code,
             Self::CursorExpired { .. } => "cursor_expired",
+            Self::ChunksMissing { .. } => "chunks_missing",
             Self::Storage(_) => "storage_error",
         }
     }

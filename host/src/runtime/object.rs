@@ -9,15 +9,13 @@
 //! acknowledged before it is durable.
 
 use super::{
-    bindings::{
-        event_log::EventLogComponent, session::SessionComponent, snapshot::SnapshotComponent,
-    },
+    bindings::{event_log::EventLogComponent, session::SessionComponent},
     calls::{ObjectAnswer, ObjectCall},
     components::Components,
     event_log_calls,
     guest_state::GuestState,
     kv_folder::KvFolder,
-    session_calls, snapshot_calls,
+    session_calls,
 };
 use rusqlite::Connection;
 use stasis_domain::{
@@ -45,7 +43,6 @@ struct Job {
 #[derive(Default)]
 struct Instances {
     event_log: Option<EventLogComponent>,
-    snapshot: Option<SnapshotComponent>,
     session: Option<SessionComponent>,
 }
 
@@ -284,12 +281,6 @@ impl Object {
                     components.session.instantiate(&mut *store)
                 })?;
                 session_calls::town(guest, store, call, &job.env).map(ObjectAnswer::Town)
-            }
-            ObjectCall::Snapshot(op) => {
-                let guest = instance(&mut instances.snapshot, "snapshot", || {
-                    components.snapshot.instantiate(&mut *store)
-                })?;
-                snapshot_calls::call(guest, store, op, &job.env).map(ObjectAnswer::Snapshot)
             }
         };
         if result.is_err() {

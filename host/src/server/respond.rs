@@ -140,6 +140,24 @@ fn respond_with(site: &Site, reply: Reply, id: &HeaderValue, path: &str) -> Resp
             let (parts, ()) = stasis_api::export_head().into_parts();
             Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
         }
+        Reply::Snapshot(download) => {
+            let (id, path) = (id.to_str().unwrap_or("?").to_owned(), path.to_owned());
+            let (parts, ()) = download.head().into_parts();
+            let frames = stasis_api::snapshot::stream(objects, download).map(move |chunk| {
+                chunk.map(Frame::data).map_err(|err| {
+                    let detail = err.cause.as_deref().unwrap_or(&err.message);
+                    tracing::error!(
+                        request_id = id,
+                        path,
+                        code = err.code,
+                        detail,
+                        "a snapshot download failed after its head was sent; the response was cut"
+                    );
+                    Cut
+                })
+            });
+            Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
+        }
     }
 }
 

@@ -29,6 +29,7 @@ fn boot_hydrates_every_registered_agent_byte_identical_and_hands_over_the_deferr
         container_id: town::new_container_id(),
         root: root_b.path().to_owned(),
         progress: false,
+        chunk_cache: None,
     };
     let mut seen = Vec::new();
     let report = boot(&client(&server), town.name, &options, &mut |outcome| {
@@ -107,6 +108,7 @@ fn after_a_crash_boot_requests_the_mayors_dispatch_with_its_checkpoint_and_conve
         container_id: town::new_container_id(),
         root: root_b.path().to_owned(),
         progress: false,
+        chunk_cache: None,
     };
     let report = boot(&client(&server), town.name, &options, &mut |_| {}).expect("boot");
 
