@@ -210,10 +210,17 @@ pub fn execute(
             kv_key,
         } => {
             rules::check_precondition(store, precondition.as_ref())?;
+            // An inline snapshot names no key, so it takes its version now:
+            // versions then count up in the order snapshots became current,
+            // as a manifest commit's do.
+            let version = match kv_key {
+                None => rules::next_version(store)?,
+                Some(_) => *version,
+            };
             let (meta, superseded_key) = rules::switch(
                 store,
                 &rules::Switch {
-                    version: *version,
+                    version,
                     sha256,
                     size: *size,
                     event_watermark: *event_watermark,

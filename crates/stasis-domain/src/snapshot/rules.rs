@@ -93,10 +93,12 @@ pub fn reserve(
     now_ms: i64,
 ) -> Result<(u64, Option<String>), DomainError> {
     check_size(size, limit)?;
-    let version = next_version(store)?;
     if size <= inline_limit.min(MAX_INLINE_LIMIT) {
-        return Ok((version, None));
+        // An inline snapshot names no key: it takes its version when it
+        // becomes current, so versions count up in that order.
+        return Ok((0, None));
     }
+    let version = next_version(store)?;
     let key = format!("{key_prefix}v{version}");
     store.run(
         "INSERT INTO snapshot_pending (version, kv_key, reserved_at) VALUES (?1, ?2, ?3)",

@@ -82,10 +82,14 @@ pub fn commit(store: &impl SqlStore, now_ms: i64) -> Result<bool, DomainError> {
     let Some(staged) = staged else {
         return Ok(false);
     };
+    let version = match staged.kv_key {
+        None => rules::next_version(store)?,
+        Some(_) => staged.version,
+    };
     rules::switch(
         store,
         &rules::Switch {
-            version: staged.version,
+            version,
             sha256: &staged.sha256,
             size: staged.size,
             event_watermark: Some(staged.event_watermark),
