@@ -29,6 +29,9 @@ pub struct Readiness {
     data_dir: PathBuf,
     durability: Durability,
     last: Mutex<Option<(Instant, Result<(), DomainError>)>>,
+    /// One probe at a time: two at once would remove each other's file
+    /// and answer 503 for a folder that is fine.
+    probing: tokio::sync::Mutex<()>,
 }
 
 impl Readiness {
@@ -38,12 +41,18 @@ impl Readiness {
             data_dir,
             durability,
             last: Mutex::new(None),
+            probing: tokio::sync::Mutex::new(()),
         }
     }
 
     /// Ok when the data folder took the probe's writes; the error names
     /// what failed (with paths: for the log only).
     pub async fn check(&self) -> Result<(), DomainError> {
+        if let Some(recent) = self.recent() {
+            return recent;
+        }
+        let _probing = self.probing.lock().await;
+        // Another request may have probed while this one waited.
         if let Some(recent) = self.recent() {
             return recent;
         }
@@ -109,6 +118,30 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         assert!(probe(dir.path(), Durability::Fsync).is_ok());
         assert!(probe(dir.path(), Durability::Fsync).is_ok(), "and again");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn many_checks_at_once_all_find_a_writable_folder_ready() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let readiness =
+            std::sync::Arc::new(Readiness::new(dir.path().to_path_buf(), Durability::Fsync));
+        for round in 0..5 {
+            let checks: Vec<_> = (0..16)
+                .map(|_| {
+                    let readiness = readiness.clone();
+                    tokio::spawn(async move { readiness.check().await })
+                })
+                .collect();
+            for check in checks {
+                let answer = check.await.expect("the check ran");
+                assert!(answer.is_ok(), "round {round}: {answer:?}");
+            }
+            // Past the reuse window, so the next round probes again.
+            *readiness
+                .last
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = None;
+        }
     }
 
     #[test]
