@@ -150,6 +150,10 @@ impl From<DomainError> for ApiError {
                     .with("retry_after", 1)
                     .with_header(header::RETRY_AFTER, "1")
             }
+            DomainError::Fenced(refusal) => {
+                Self::new(StatusCode::CONFLICT, &refusal.code, refusal.message)
+                    .with("current_container_id", refusal.current_container_id)
+            }
             DomainError::Storage(detail) => Self::internal(format!("storage failure: {detail}")),
         }
     }
