@@ -58,12 +58,6 @@ impl ApiError {
         self
     }
 
-    /// 401.
-    pub fn unauthorized(message: &str) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
-            .with_header(header::WWW_AUTHENTICATE, "Bearer")
-    }
-
     /// 404 for a path no route matches.
     pub fn no_route(path: &str) -> Self {
         Self::new(

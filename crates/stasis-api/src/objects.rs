@@ -4,6 +4,7 @@ use bytes::Bytes;
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply},
+    fence::Fence,
     ids::AgentKey,
     snapshot::{PutRequest, SnapshotMeta},
     town::{TownCall, TownReply},
@@ -49,6 +50,18 @@ pub trait Objects {
     /// The runtime's clock, in ms since the epoch (wasm32 targets have no
     /// portable clock, so the runtime supplies it).
     fn now_ms(&self) -> i64;
+
+    /// These objects for one container token's request: every call that
+    /// changes an object carries `fence`, and the object checks it in the
+    /// call's own transaction before running it (an agent with
+    /// `stasis_domain::fence::admit`, a town with
+    /// `stasis_domain::town::containers::require_current`; which calls are
+    /// checked is `stasis_domain::fence::guards_agent_call` and
+    /// `guards_town_call`). Snapshot operations go through the same calls,
+    /// so the saga's steps are fenced too.
+    fn fenced(&self, fence: Fence) -> Self
+    where
+        Self: Sized;
 }
 
 /// Snapshot operations on an agent. Each runtime runs the domain's snapshot

@@ -47,7 +47,7 @@ impl Target {
             durability: stasis_sqlite::Durability::Fsync,
             max_events_per_agent: stasis_domain::limits::DEFAULT_MAX_EVENTS,
             snapshot_inline_limit: stasis_domain::snapshot::DEFAULT_INLINE_LIMIT,
-            secret: None,
+            keys: None,
             server: ServerLimits::default(),
             objects: ObjectLimits::default(),
         };

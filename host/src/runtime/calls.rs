@@ -49,6 +49,13 @@ pub enum SnapshotOp {
     Wipe,
 }
 
+impl SnapshotOp {
+    /// Whether the operation may change the agent (and so is fenced).
+    pub fn changes_the_agent(&self) -> bool {
+        !matches!(self, SnapshotOp::Get { .. })
+    }
+}
+
 /// What a snapshot operation answers.
 #[derive(Debug)]
 pub enum SnapshotAnswer {
