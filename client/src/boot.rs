@@ -1,11 +1,12 @@
-//! Boot: heartbeat, then hydrate every registered agent's kilo.db, then hand over the pending
-//! dispatches.
+//! Boot: take a container token, heartbeat, then hydrate every registered agent's kilo.db, then
+//! hand over the pending dispatches.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::credentials::token_file;
 use crate::error::{Error, Result};
 use crate::http::Client;
 use crate::ids::AgentRef;
@@ -79,17 +80,27 @@ impl BootReport {
     }
 }
 
-/// Heartbeats `town` as `options.container_id`, then pulls each registered agent's snapshot
-/// into [`kilo_db_path`], calling `on_agent` after each. An agent that fails does not stop the
-/// others; only a failed heartbeat fails the boot.
+/// Binds the client to `options.container_id` (a container token, shared with the container's
+/// sidecars and drain through [`token_file`] under `options.root`), heartbeats `town` as that
+/// container, then pulls each registered agent's snapshot into [`kilo_db_path`], calling
+/// `on_agent` after each. An agent that fails does not stop the others; a failed heartbeat
+/// fails the boot, and so does one that finds this container fenced ([`Error::Superseded`]).
 pub fn boot(
     client: &Client,
     town: &str,
     options: &BootOptions,
     on_agent: &mut dyn FnMut(&AgentOutcome<Hydration>),
 ) -> Result<BootReport> {
-    crate::ids::check_id("container", &options.container_id)?;
-    let beat = town::heartbeat(client, town, &options.container_id, None)?;
+    let ours = &options.container_id;
+    crate::ids::check_id("container", ours)?;
+    client.bind_container(town, ours, Some(&token_file(&options.root, ours)))?;
+    let beat = town::heartbeat(client, town, ours, None)?;
+    if beat.fenced {
+        return Err(Error::Superseded {
+            ours: ours.clone(),
+            current: beat.current_container_id.unwrap_or_default(),
+        });
+    }
     let registry = beat.registry.unwrap_or_default();
     let mut seen: HashMap<String, String> = HashMap::new();
     let mut agents = Vec::with_capacity(registry.agents.len());

@@ -136,7 +136,7 @@ impl Upload<'_> {
             .map_err(|e| Attempt::fail(Error::io(format!("reading {}", self.file.display()), e)))?;
         let mut request = self
             .client
-            .prepare(self.client.agent().put(url), self.options.deadline)
+            .prepare(self.client.agent().put(url), self.options.deadline)?
             .header("Content-Type", "application/octet-stream")
             .header("Content-Length", self.size.to_string())
             .header("X-Stasis-Sha256", self.sha256);
@@ -183,7 +183,8 @@ impl Upload<'_> {
         let url = self.client.config().url(&self.agent.path("/db-snapshot"));
         let request = self
             .client
-            .prepare(self.client.agent().head(url), self.options.deadline);
+            .prepare(self.client.agent().head(url), self.options.deadline)
+            .ok()?;
         let response = request.call().ok()?;
         let current = announced_sha256(&response)?;
         if response.status().as_u16() != 200 || !current.eq_ignore_ascii_case(self.sha256) {
