@@ -75,6 +75,19 @@ stasis_kilo() {
     export STASIS_KILO_BIN
 }
 
+# The Durable Streams peer the bench measures against (bench/peer), from its
+# lockfile: npm ci without install scripts (its native parts come prebuilt in
+# platform packages), done again only when the lockfile changed since.
+stasis_bench_peer() {
+    local dir="$STASIS_ROOT/bench/peer"
+    local stamp="$dir/node_modules/.stasis-lock"
+    if [ ! -d "$dir/node_modules/@durable-streams/server" ] ||
+        ! cmp -s "$dir/package-lock.json" "$stamp"; then
+        (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+        cp "$dir/package-lock.json" "$stamp"
+    fi
+}
+
 # A copy of wrangler.toml without [build], written beside it (paths in it
 # are relative to its folder), for running a bundle that is already built:
 # with [build], wrangler dev would build again at start.

@@ -12,6 +12,9 @@ pub struct Machine {
     pub cpu: String,
     /// Logical cores.
     pub cores: usize,
+    /// The CPU features that move stasis's figures (SHA-256 and vector
+    /// extensions), each marked present or absent.
+    pub flags: String,
     /// Total memory, human readable.
     pub memory: String,
     /// Kernel release.
@@ -52,6 +55,7 @@ impl Machine {
             n => n,
         };
         Self {
+            flags: notable_flags(&cpuinfo),
             cpu,
             cores,
             memory: memory(),
@@ -61,6 +65,24 @@ impl Machine {
             commit: commit(),
         }
     }
+}
+
+/// `sha_ni yes, avx2 yes, avx512f no` from `/proc/cpuinfo`'s first
+/// `flags` line: SHA extensions decide snapshot hashing speed.
+fn notable_flags(cpuinfo: &str) -> String {
+    const NOTABLE: [&str; 4] = ["sha_ni", "aes", "avx2", "avx512f"];
+    let Some(flags) = cpuinfo
+        .lines()
+        .find_map(|line| line.strip_prefix("flags")?.split_once(':'))
+        .map(|(_, flags)| flags.split_whitespace().collect::<Vec<_>>())
+    else {
+        return "flags unknown".to_owned();
+    };
+    NOTABLE
+        .iter()
+        .map(|name| format!("{name} {}", if flags.contains(name) { "yes" } else { "no" }))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn memory() -> String {
@@ -122,7 +144,17 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::civil_from_days;
+    use super::{civil_from_days, notable_flags};
+
+    #[test]
+    fn notable_flags_say_which_are_present() {
+        let cpuinfo = "model name\t: X\nflags\t\t: fpu sse avx2 sha_ni\n";
+        assert_eq!(
+            notable_flags(cpuinfo),
+            "sha_ni yes, aes no, avx2 yes, avx512f no"
+        );
+        assert_eq!(notable_flags(""), "flags unknown");
+    }
 
     #[test]
     fn day_counts_map_to_calendar_dates() {

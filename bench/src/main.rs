@@ -24,7 +24,10 @@
 //!     kilo.db verified on disk and the Mayor's dispatch in hand;
 //! 12. with `--edge-url`, the same stasis workloads on the edge worker under
 //!     `wrangler dev --local`, each right after the host's, with the CPU time
-//!     of every process involved (a third table and section).
+//!     of every process involved (a third table and section);
+//! 13. the agent sidecar forwarding from a synthetic kilo, and the recovery of
+//!     a real kilo agent, on the host and the edge (`real_agent`, a fourth
+//!     table and section, `<!-- bench:real-agent:start -->`).
 //!
 //! stasis is "a base URL and a token": by default the bench spawns
 //! `--stasis-bin serve` itself on a free loopback port with a random
@@ -45,6 +48,10 @@
 //! `--many-agents N [--max-open-objects M]` runs something else instead:
 //! one append to each of N agents on a spawned host, with its descriptors
 //! and resident set sampled along the way (see [`many_agents`]).
+//!
+//! `stasis-bench soak` is a separate, long run: a realistic mix of requests
+//! from many clients against a host it starts, sampling the host's memory
+//! and descriptors ([`soak`]); `scripts/soak` builds and records it.
 
 mod client;
 mod cpu;
@@ -56,10 +63,12 @@ mod native;
 mod peer;
 mod plan;
 mod process;
+mod real_agent;
 mod report;
 mod results;
 mod rows;
 mod server;
+mod soak;
 mod stats;
 mod workloads;
 
@@ -70,8 +79,16 @@ use std::{path::PathBuf, process::ExitCode};
 /// Benchmarks stasis's event log against native baselines and the Durable
 /// Streams peer, measured in the same run.
 #[derive(Debug, Parser)]
-#[command(name = "stasis-bench", version, args_override_self = true)]
+#[command(
+    name = "stasis-bench",
+    version,
+    args_override_self = true,
+    args_conflicts_with_subcommands = true
+)]
 struct Args {
+    /// A run other than the benchmark.
+    #[command(subcommand)]
+    command: Option<Command>,
     /// The `stasis` binary to spawn.
     #[arg(long, default_value = "target/release/stasis")]
     stasis_bin: PathBuf,
@@ -130,10 +147,27 @@ struct Args {
     /// The host's `--max-open-objects` for `--many-agents`.
     #[arg(long, value_name = "M", requires = "many_agents")]
     max_open_objects: Option<usize>,
+    /// Run only the sidecar and real-agent workloads (and record only their
+    /// section).
+    #[arg(long)]
+    only_real_agent: bool,
+}
+
+/// Runs other than the benchmark.
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// A long run of a realistic mix against a host it starts, sampling
+    /// the host's memory and open descriptors.
+    Soak(soak::Args),
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
+    let args = Args::parse();
+    let outcome = match &args.command {
+        Some(Command::Soak(args)) => soak::run_with(args, command_line()),
+        None => run(args),
+    };
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             eprintln!("some workloads failed (see the table)");
@@ -174,6 +208,15 @@ fn run(args: Args) -> Result<bool> {
         );
     }
     let load_before = machine::load_average();
+    if args.only_real_agent {
+        let rows = real_agent_rows(&args, &options)?;
+        if let Some(path) = &args.record {
+            let edge = options.edge.as_ref().map(|edge| edge.url.as_str());
+            let section = real_agent::section(&run_info(&args, load_before), &rows, edge);
+            report::record(path, real_agent::MARKS, &section)?;
+        }
+        return Ok(!rows.iter().any(report::Row::failed));
+    }
     let results = plan::run(&options)?;
     let rows = rows::rows(&results);
     println!("{}", report::table(&rows));
@@ -184,23 +227,10 @@ fn run(args: Args) -> Result<bool> {
         println!("{}", edge_report::table(edge_rows));
         println!("{}", edge_report::explanations(edge_rows));
     }
+    let agent_rows = real_agent_rows(&args, &options)?;
 
     if let Some(path) = &args.record {
-        let info = report::RunInfo {
-            machine: machine::Machine::detect(),
-            load: (load_before, machine::load_average()),
-            load_before_build: std::env::var("STASIS_BENCH_LOAD_BEFORE_BUILD")
-                .ok()
-                .filter(|load| !load.trim().is_empty()),
-            command: command_line(),
-            target: match &args.url {
-                Some(url) => format!("stasis at {url} (given by `--url`)"),
-                None => format!(
-                    "`{} serve` spawned by the bench on 127.0.0.1",
-                    args.stasis_bin.display()
-                ),
-            },
-        };
+        let info = run_info(&args, load_before);
         report::record(path, report::EVENT_LOG, &report::section(&info, &rows))?;
         report::record(
             path,
@@ -229,11 +259,52 @@ fn run(args: Args) -> Result<bool> {
                 &edge_report::section(&info, &edge_info, edge_rows),
             )?;
         }
+        report::record(
+            path,
+            real_agent::MARKS,
+            &real_agent::section(
+                &info,
+                &agent_rows,
+                options.edge.as_ref().map(|edge| edge.url.as_str()),
+            ),
+        )?;
         eprintln!("recorded in {}", path.display());
     }
     let edge_failed = edge_rows.iter().flatten().any(edge_report::EdgeRow::failed);
-    let failed = rows.iter().chain(&snapshot_rows).any(report::Row::failed);
+    let failed = (rows.iter().chain(&snapshot_rows).chain(&agent_rows)).any(report::Row::failed);
     Ok(!failed && !edge_failed)
+}
+
+/// The sidecar and real-agent rows (`real_agent`), printed.
+fn real_agent_rows(args: &Args, options: &plan::Options) -> Result<Vec<report::Row>> {
+    let rows = real_agent::run(&real_agent::Options {
+        quick: args.quick,
+        stasis_bin: args.stasis_bin.clone(),
+        url: (args.url.clone()).map(|url| (url, args.token.clone().unwrap_or_default())),
+        edge: (options.edge.as_ref()).map(|edge| (edge.url.clone(), edge.token.clone())),
+        tmp_dir: args.tmp_dir.clone(),
+    })?;
+    println!("{}", report::table(&rows));
+    Ok(rows)
+}
+
+/// What every recorded section says about the run.
+fn run_info(args: &Args, load_before: String) -> report::RunInfo {
+    report::RunInfo {
+        machine: machine::Machine::detect(),
+        load: (load_before, machine::load_average()),
+        load_before_build: std::env::var("STASIS_BENCH_LOAD_BEFORE_BUILD")
+            .ok()
+            .filter(|load| !load.trim().is_empty()),
+        command: command_line(),
+        target: match &args.url {
+            Some(url) => format!("stasis at {url} (given by `--url`)"),
+            None => format!(
+                "`{} serve` spawned by the bench on 127.0.0.1",
+                args.stasis_bin.display()
+            ),
+        },
+    }
 }
 
 /// The edge to run, from `--edge-url` and its secret or token.

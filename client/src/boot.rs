@@ -1,9 +1,16 @@
 //! Boot: take a container token, heartbeat, then hydrate every registered agent's kilo.db, then
-//! hand over the pending dispatches.
+//! hand over the pending dispatches, and ask for the dispatches the heartbeat did not bring.
+//!
+//! A heartbeat hands over only the dispatches deferred while the town drained. A container that
+//! died without a drain (`kill -9`, a lost machine) deferred none, yet every agent it ran must
+//! start again in the new container with its context: so boot requests a dispatch
+//! (`POST .../rigs/{rig}/agents/{agent}/dispatch`) for every agent of the registry that ran in
+//! another container and has no pending dispatch.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::credentials::token_file;
@@ -45,6 +52,21 @@ pub enum Hydration {
     Failed(Error),
 }
 
+/// What requesting one agent's dispatch did.
+#[derive(Debug)]
+pub enum DispatchRequest {
+    /// The server's dispatch, as it sent it.
+    Dispatched(Value),
+    /// It failed (the agent is not registered in the town, the town drains, ...).
+    Failed(Error),
+}
+
+/// The answer to `POST .../dispatch`.
+#[derive(Deserialize)]
+struct DispatchAnswer {
+    dispatch: Value,
+}
+
 /// How a boot proceeds.
 #[derive(Debug, Clone)]
 pub struct BootOptions {
@@ -67,24 +89,51 @@ pub struct BootReport {
     pub cleared_drain: bool,
     /// One outcome per registered agent, in registry order.
     pub agents: Vec<AgentOutcome<Hydration>>,
-    /// The dispatches to run, as the server sent them.
+    /// The dispatches the heartbeat released, as the server sent them.
     pub pending_dispatches: Vec<Value>,
+    /// The dispatches boot requested: one per registered agent that ran in another container
+    /// and had no pending dispatch, in registry order (none while the town still drains).
+    pub requested_dispatches: Vec<AgentOutcome<DispatchRequest>>,
 }
 
 impl BootReport {
-    /// True when no agent failed to hydrate.
+    /// True when every agent hydrated and every requested dispatch came.
     pub fn complete(&self) -> bool {
-        self.agents
+        let hydrated = self
+            .agents
             .iter()
-            .all(|a| !matches!(a.result, Hydration::Failed(_)))
+            .all(|a| !matches!(a.result, Hydration::Failed(_)));
+        let dispatched = self
+            .requested_dispatches
+            .iter()
+            .all(|a| matches!(a.result, DispatchRequest::Dispatched(_)));
+        hydrated && dispatched
+    }
+
+    /// Every dispatch to run: the pending ones, then the requested ones that came.
+    pub fn dispatches(&self) -> Vec<Value> {
+        let requested = self
+            .requested_dispatches
+            .iter()
+            .filter_map(|a| match &a.result {
+                DispatchRequest::Dispatched(dispatch) => Some(dispatch.clone()),
+                DispatchRequest::Failed(_) => None,
+            });
+        self.pending_dispatches
+            .iter()
+            .cloned()
+            .chain(requested)
+            .collect()
     }
 }
 
 /// Binds the client to `options.container_id` (a container token, shared with the container's
 /// sidecars and drain through [`token_file`] under `options.root`), heartbeats `town` as that
 /// container, then pulls each registered agent's snapshot into [`kilo_db_path`], calling
-/// `on_agent` after each. An agent that fails does not stop the others; a failed heartbeat
-/// fails the boot, and so does one that finds this container fenced ([`Error::Superseded`]).
+/// `on_agent` after each, then requests a dispatch for each registered agent that ran in another
+/// container and has no pending dispatch (see the module doc). An agent that fails does not stop
+/// the others; a failed heartbeat fails the boot, and so does one that finds this container
+/// fenced ([`Error::Superseded`]).
 pub fn boot(
     client: &Client,
     town: &str,
@@ -102,6 +151,11 @@ pub fn boot(
         });
     }
     let registry = beat.registry.unwrap_or_default();
+    let ran_elsewhere = !beat.draining
+        && registry
+            .container_id
+            .as_deref()
+            .is_some_and(|id| id != options.container_id);
     let mut seen: HashMap<String, String> = HashMap::new();
     let mut agents = Vec::with_capacity(registry.agents.len());
     for agent in registry.agents {
@@ -126,13 +180,64 @@ pub fn boot(
         on_agent(&outcome);
         agents.push(outcome);
     }
+    let requested_dispatches = if ran_elsewhere {
+        request_missing_dispatches(client, town, &agents, &beat.pending_dispatches)
+    } else {
+        Vec::new()
+    };
     Ok(BootReport {
         container_id: options.container_id.clone(),
         draining: beat.draining,
         cleared_drain: beat.cleared_drain,
         agents,
         pending_dispatches: beat.pending_dispatches,
+        requested_dispatches,
     })
+}
+
+/// A dispatch for each of `agents` (each agent once) that none of `pending` is for.
+fn request_missing_dispatches(
+    client: &Client,
+    town: &str,
+    agents: &[AgentOutcome<Hydration>],
+    pending: &[Value],
+) -> Vec<AgentOutcome<DispatchRequest>> {
+    let mut asked: Vec<(&str, &str)> = Vec::new();
+    let mut requested = Vec::new();
+    for outcome in agents {
+        let agent = &outcome.agent;
+        let key = (agent.rig_id.as_str(), agent.agent_id.as_str());
+        if asked.contains(&key) || pending.iter().any(|d| is_for(d, agent)) {
+            continue;
+        }
+        asked.push(key);
+        requested.push(AgentOutcome {
+            agent: agent.clone(),
+            path: outcome.path.clone(),
+            result: request_dispatch(client, town, agent),
+        });
+    }
+    requested
+}
+
+/// Whether `dispatch` is `agent`'s (by `agent_id`, and `rig_id` when it names one).
+fn is_for(dispatch: &Value, agent: &RegisteredAgent) -> bool {
+    let field = |name: &str| dispatch.get(name).and_then(Value::as_str);
+    field("agent_id") == Some(agent.agent_id.as_str())
+        && field("rig_id").is_none_or(|rig| rig == agent.rig_id)
+}
+
+/// `POST .../rigs/{rig}/agents/{agent}/dispatch {}`, retried (a repeat only logs one more
+/// `dispatch_agent` town event).
+fn request_dispatch(client: &Client, town: &str, agent: &RegisteredAgent) -> DispatchRequest {
+    let answer = AgentRef::new(town, &agent.rig_id, &agent.agent_id).and_then(|agent_ref| {
+        let body = serde_json::Map::new();
+        client.post_json::<DispatchAnswer>(&agent_ref.path("/dispatch"), &body, None)
+    });
+    match answer {
+        Ok(answer) => DispatchRequest::Dispatched(answer.dispatch),
+        Err(e) => DispatchRequest::Failed(e),
+    }
 }
 
 fn hydrate(
@@ -166,5 +271,31 @@ mod tests {
             kilo_db_path(Path::new("/tmp"), "mayor"),
             Path::new("/tmp/agent-home-mayor/.local/share/kilo/kilo.db")
         );
+    }
+
+    #[test]
+    fn a_dispatch_is_an_agents_by_its_id_and_rig() {
+        let mayor = RegisteredAgent {
+            agent_id: "mayor".into(),
+            rig_id: "hq".into(),
+            role: "mayor".into(),
+            session_id: None,
+            port: None,
+        };
+        let dispatch = |text: &str| serde_json::from_str::<Value>(text).unwrap_or_default();
+        assert!(is_for(
+            &dispatch(r#"{"agent_id":"mayor","rig_id":"hq"}"#),
+            &mayor
+        ));
+        assert!(is_for(&dispatch(r#"{"agent_id":"mayor"}"#), &mayor));
+        assert!(!is_for(
+            &dispatch(r#"{"agent_id":"mayor","rig_id":"main"}"#),
+            &mayor
+        ));
+        assert!(!is_for(
+            &dispatch(r#"{"agent_id":"polecat-1","rig_id":"hq"}"#),
+            &mayor
+        ));
+        assert!(!is_for(&dispatch(r#"{"agent_id":7}"#), &mayor));
     }
 }

@@ -4,7 +4,8 @@
 //! (a consistent copy taken with SQLite's online backup API while the agent keeps writing),
 //! pull one back (verified against its sha256, written atomically), `boot` (heartbeat, then
 //! hydrate every registered agent into `/tmp/agent-home-{agent}/.local/share/kilo/kilo.db`,
-//! then hand over the pending dispatches), `drain` (on SIGTERM: container eviction, then flush
+//! then hand over the pending dispatches, and request one for every agent that ran in another
+//! container without one pending: after a `kill -9` nothing was deferred), `drain` (on SIGTERM: container eviction, then flush
 //! every agent's snapshot within a time budget), `tail` (follow an agent's events live), and
 //! the agent [`sidecar`]: beside each `kilo serve` for its whole life, it forwards the runtime's
 //! events into the agent's log exactly once and pushes kilo.db whenever a turn ends.

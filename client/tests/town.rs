@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use sha2::Digest;
-use stasis_client::boot::{BootOptions, Hydration, boot, kilo_db_path};
+use stasis_client::boot::{
+    BootOptions, BootReport, DispatchRequest, Hydration, boot, kilo_db_path,
+};
 use stasis_client::drain::{DrainOptions, Flush, drain};
 use stasis_client::{Error, exit};
 use support::{Mock, Request, Response, sample_db};
@@ -30,6 +32,37 @@ fn town_state(current: Option<&str>) -> Response {
         &json!({"town_id": "t1", "draining": false, "evicting_container_id": null,
                 "current_container_id": current, "last_heartbeat_at": null, "mayor": null}),
     )
+}
+
+/// The answer to `POST .../rigs/{rig}/agents/{agent}/dispatch`: a dispatch naming the agent.
+fn dispatch_answer(request: &Request) -> Response {
+    let parts: Vec<&str> = request.path().split('/').collect();
+    let (rig, agent) = (parts[5], parts[7]);
+    Response::json(
+        200,
+        &json!({"dispatch": {"agent_id": agent, "rig_id": rig, "prompt": format!("resume {agent}")}}),
+    )
+}
+
+fn is_dispatch_request(request: &Request) -> bool {
+    request.method == "POST" && request.path().ends_with("/dispatch")
+}
+
+/// The agents `report` requested a dispatch for, with the rig.
+fn requested(report: &BootReport) -> Vec<(String, String)> {
+    report
+        .requested_dispatches
+        .iter()
+        .map(|a| (a.agent.rig_id.clone(), a.agent.agent_id.clone()))
+        .collect()
+}
+
+fn boot_options(root: &Path) -> BootOptions {
+    BootOptions {
+        container_id: "c-new".into(),
+        root: root.to_owned(),
+        progress: false,
+    }
 }
 
 fn sha_of(bytes: &[u8]) -> String {
@@ -63,6 +96,7 @@ fn boot_heartbeats_then_hydrates_every_registered_agent() {
                         .header("X-Stasis-Snapshot-Version", "2")
                         .body(polecat.0.clone())
                 }
+                ("POST", path) if path.ends_with("/dispatch") => dispatch_answer(request),
                 _ => Response::error(404, "snapshot_not_found", "the agent has no snapshot"),
             },
         );
@@ -104,6 +138,131 @@ fn boot_heartbeats_then_hydrates_every_registered_agent() {
     assert!(matches!(results[0], Hydration::Pulled(s) if s.version == Some(2)));
     assert!(matches!(results[1], Hydration::Pulled(s) if s.version == Some(5)));
     assert!(matches!(results[2], Hydration::NoSnapshot));
+    assert_eq!(
+        requested(&report),
+        [
+            ("main".to_owned(), "polecat-1".to_owned()),
+            ("main".to_owned(), "polecat-2".to_owned())
+        ],
+        "the Mayor's dispatch was pending; the polecats ran in c-old too"
+    );
+}
+
+#[test]
+fn after_a_crash_boot_requests_a_dispatch_for_every_agent_that_ran_elsewhere_without_one() {
+    // c-old was killed (no drain): the heartbeat releases only polecat-1's dispatch.
+    let mock = Mock::start(|request: &Request| {
+        if is_dispatch_request(request) {
+            return dispatch_answer(request);
+        }
+        match request.path() {
+            "/api/towns/t1/heartbeat" => Response::json(
+                200,
+                &json!({"draining": false, "cleared_drain": false, "registry": registry("c-old"),
+                        "pending_dispatches": [{"agent_id": "polecat-1", "rig_id": "main"}]}),
+            ),
+            _ => Response::error(404, "snapshot_not_found", "the agent has no snapshot"),
+        }
+    });
+    let root = tempfile::tempdir().expect("tempdir");
+    let report = boot(
+        &mock.client(),
+        "t1",
+        &boot_options(root.path()),
+        &mut |_| {},
+    )
+    .expect("boot");
+
+    assert!(report.complete(), "{report:?}");
+    let posted: Vec<String> = mock
+        .requests()
+        .iter()
+        .filter(|r| is_dispatch_request(r))
+        .map(|r| r.path().to_owned())
+        .collect();
+    assert_eq!(
+        posted,
+        [
+            "/api/towns/t1/rigs/hq/agents/mayor/dispatch",
+            "/api/towns/t1/rigs/main/agents/polecat-2/dispatch"
+        ]
+    );
+    let dispatches = report.dispatches();
+    let dispatched: Vec<&str> = dispatches
+        .iter()
+        .map(|d| d["agent_id"].as_str().expect("an agent id"))
+        .collect();
+    assert_eq!(
+        dispatched,
+        ["polecat-1", "mayor", "polecat-2"],
+        "pending first"
+    );
+    assert!(matches!(
+        &report.requested_dispatches[0].result,
+        DispatchRequest::Dispatched(d) if d["prompt"] == "resume mayor"
+    ));
+}
+
+#[test]
+fn boot_requests_no_dispatch_for_its_own_agents_nor_while_the_town_drains() {
+    // The registry is this container's own (a second boot), or the town still drains.
+    for (registered, draining) in [("c-new", false), ("c-old", true)] {
+        let mock = Mock::start(move |request: &Request| match request.path() {
+            "/api/towns/t1/heartbeat" => Response::json(
+                200,
+                &json!({"draining": draining, "cleared_drain": false,
+                        "registry": registry(registered), "pending_dispatches": []}),
+            ),
+            _ if is_dispatch_request(request) => dispatch_answer(request),
+            _ => Response::error(404, "snapshot_not_found", "the agent has no snapshot"),
+        });
+        let root = tempfile::tempdir().expect("tempdir");
+        let report = boot(
+            &mock.client(),
+            "t1",
+            &boot_options(root.path()),
+            &mut |_| {},
+        )
+        .expect("boot");
+        assert!(report.requested_dispatches.is_empty(), "{registered}");
+        assert!(report.complete());
+        assert!(!mock.requests().iter().any(is_dispatch_request));
+    }
+}
+
+#[test]
+fn a_dispatch_that_cannot_be_requested_is_reported_and_leaves_the_boot_incomplete() {
+    let mock = Mock::start(|request: &Request| match request.path() {
+        "/api/towns/t1/heartbeat" => Response::json(
+            200,
+            &json!({"draining": false, "cleared_drain": false, "registry": registry("c-old"),
+                    "pending_dispatches": []}),
+        ),
+        "/api/towns/t1/rigs/hq/agents/mayor/dispatch" => {
+            Response::error(404, "agent_not_found", "agent \"mayor\" is not registered")
+        }
+        _ if is_dispatch_request(request) => dispatch_answer(request),
+        _ => Response::error(404, "snapshot_not_found", "the agent has no snapshot"),
+    });
+    let root = tempfile::tempdir().expect("tempdir");
+    let report = boot(
+        &mock.client(),
+        "t1",
+        &boot_options(root.path()),
+        &mut |_| {},
+    )
+    .expect("boot");
+    assert!(!report.complete());
+    assert_eq!(
+        requested(&report).len(),
+        3,
+        "the others are still requested"
+    );
+    assert!(matches!(
+        &report.requested_dispatches[1].result,
+        DispatchRequest::Failed(Error::Api { status: 404, code, .. }) if code == "agent_not_found"
+    ));
+    assert_eq!(report.dispatches().len(), 2);
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Worker requests and responses to and from `http` types.
 
 use bytes::Bytes;
-use futures::StreamExt as _;
+use futures::{Stream, StreamExt as _};
+use stasis_api::{Admitted, ApiError, export::Export};
 use worker::{Headers, Request, Response, Result};
 
 /// The request's head as `http` parts, for `Api::admit`.
@@ -12,8 +13,10 @@ pub fn head_of(req: &Request) -> Result<http::request::Parts> {
         target.push('?');
         target.push_str(query);
     }
+    // The method as sent: `req.method()` reads every method workers-rs has
+    // no name for (PROPFIND, say) as GET, which would answer it as a read.
     let mut builder = http::Request::builder()
-        .method(req.method().as_ref())
+        .method(req.inner().method().as_str())
         .uri(target);
     for (name, value) in req.headers() {
         builder = builder.header(name, value);
@@ -25,7 +28,7 @@ pub fn head_of(req: &Request) -> Result<http::request::Parts> {
     Ok(parts)
 }
 
-/// An `http` response as a worker response.
+/// An `http` response as a worker response; a 5xx's cause is logged.
 ///
 /// A 204, 205 or 304 gets a null body (the Fetch spec forbids a body on
 /// them; workerd warns about an empty one and may refuse it later). Any other
@@ -34,6 +37,18 @@ pub fn head_of(req: &Request) -> Result<http::request::Parts> {
 /// the `Content-Length` stasis-api set for it.
 pub fn to_worker(response: http::Response<Bytes>) -> Result<Response> {
     let (parts, body) = response.into_parts();
+    // A 5xx body is generic; its cause (which may name a trap or a
+    // storage failure) goes to the worker's log only.
+    if parts.status.is_server_error()
+        && let Some(log) = parts.extensions.get::<stasis_api::ErrorLog>()
+    {
+        let status = parts.status.as_u16();
+        if status == 500 {
+            worker::console_error!("{status} {}: {}", log.code, log.detail);
+        } else {
+            worker::console_warn!("{status} {}: {}", log.code, log.detail);
+        }
+    }
     let headers = Headers::new();
     for (name, value) in &parts.headers {
         if let Ok(value) = value.to_str() {
@@ -87,4 +102,64 @@ pub async fn read_body(req: &mut Request, limit: u64) -> Result<Option<Vec<u8>>>
         body.extend_from_slice(&chunk);
     }
     Ok(Some(body))
+}
+
+/// An import's body as the API takes it: chunks as they arrive, refused
+/// (413) once they pass the limit. The platform caps request bodies before
+/// the worker sees them (100 MB on most plans), which is why imports can
+/// come in parts.
+pub fn body_stream(
+    req: &mut Request,
+    admitted: &Admitted,
+) -> Result<impl Stream<Item = std::result::Result<Bytes, ApiError>> + use<>> {
+    let limit = admitted.body_limit();
+    let too_large = admitted.body_too_large();
+    let chunks: Box<dyn Stream<Item = Result<Vec<u8>>> + Unpin> = if req.inner().body().is_none() {
+        Box::new(futures::stream::empty())
+    } else {
+        Box::new(req.stream()?)
+    };
+    let mut received = 0u64;
+    Ok(chunks.map(move |chunk| {
+        let chunk = chunk
+            .map_err(|err| ApiError::invalid_request(format!("reading the body failed: {err}")))?;
+        received = received.saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
+        if received > limit {
+            return Err(too_large.clone());
+        }
+        Ok(Bytes::from(chunk))
+    }))
+}
+
+/// An export, streamed as it is read. A failure after the head was sent
+/// errors the stream, which cuts the response; its cause is logged with
+/// the request's `cf-ray` (or `X-Request-Id`).
+pub fn export_response(
+    objects: crate::objects::EdgeObjects,
+    export: Export,
+    head: &http::request::Parts,
+) -> Result<Response> {
+    let request_id = ["cf-ray", "x-request-id"]
+        .iter()
+        .find_map(|name| head.headers.get(*name)?.to_str().ok())
+        .unwrap_or("-")
+        .to_owned();
+    let path = head.uri.path().to_owned();
+    let chunks = stasis_api::export::stream(objects, export).map(move |chunk| {
+        chunk.map(Vec::from).map_err(|err| {
+            let detail = err.cause.as_deref().unwrap_or(&err.message);
+            worker::console_error!(
+                "export of {path} cut after its head was sent (request {request_id}): {} {detail}",
+                err.code
+            );
+            worker::Error::RustError("the export was cut; the worker log holds the cause".into())
+        })
+    });
+    let headers = Headers::new();
+    for (name, value) in stasis_api::export_head().headers() {
+        if let Ok(value) = value.to_str() {
+            headers.set(name.as_str(), value)?;
+        }
+    }
+    Ok(Response::from_stream(chunks)?.with_headers(headers))
 }

@@ -43,12 +43,27 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Ok(admitted) => admitted,
         Err(err) => return convert::to_worker(err.into_response()),
     };
+    if admitted.streams_body() {
+        let body = convert::body_stream(&mut req, &admitted)?;
+        return reply(&api, api.handle_streamed(admitted, body).await, &head).await;
+    }
     let Some(body) = convert::read_body(&mut req, admitted.body_limit()).await? else {
         return convert::to_worker(admitted.body_too_large().into_response());
     };
-    match api.handle(admitted, body.into()).await {
+    reply(&api, api.handle(admitted, body.into()).await, &head).await
+}
+
+/// The API's reply as the worker's response: whole, a live tail served by
+/// the agent's object, or an export streamed from here.
+async fn reply(
+    api: &Api<objects::EdgeObjects>,
+    reply: Reply,
+    head: &http::request::Parts,
+) -> Result<Response> {
+    match reply {
         Reply::Full(response) => convert::to_worker(response),
         Reply::Stream(tail) => api.objects().open_tail(&tail).await,
+        Reply::Export(export) => convert::export_response(api.objects().clone(), export, head),
     }
 }
 

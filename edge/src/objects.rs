@@ -9,7 +9,7 @@ use stasis_domain::{
     agent::{AgentCall, AgentReply},
     fence::Fence,
     ids::AgentKey,
-    snapshot::{PutRequest, SnapshotMeta, saga},
+    snapshot::{self, PutRequest, SnapshotMeta, StagedSnapshot, saga},
     town::{TownCall, TownReply},
 };
 use std::time::Duration;
@@ -192,6 +192,23 @@ impl Snapshots for EdgeObjects {
     async fn snapshot_wipe(&self, key: &AgentKey) -> Result<(), DomainError> {
         let kv = WorkersKv::open(&self.env)?;
         saga::wipe(&self.stub(key), &kv).await
+    }
+
+    async fn snapshot_stage(
+        &self,
+        key: &AgentKey,
+        request: PutRequest,
+        body: Bytes,
+    ) -> Result<StagedSnapshot, DomainError> {
+        let kv = WorkersKv::open(&self.env)?;
+        saga::stage(&self.stub(key), &kv, &request, &body).await
+    }
+
+    async fn snapshot_sweep(&self, key: &AgentKey) -> Result<(), DomainError> {
+        let kv = WorkersKv::open(&self.env)?;
+        saga::sweep(&self.stub(key), &kv, &snapshot::key_prefix(key))
+            .await
+            .map(drop)
     }
 
     fn snapshot_inline_limit(&self) -> u64 {

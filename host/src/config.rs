@@ -47,6 +47,9 @@ pub struct ServerLimits {
     pub body_window: Duration,
     /// Connections served at once; one more is answered 503.
     pub max_connections: usize,
+    /// The most bytes an import's body may carry (it is streamed, so this
+    /// bounds transfer, not memory).
+    pub max_import_bytes: u64,
 }
 
 impl Default for ServerLimits {
@@ -57,6 +60,7 @@ impl Default for ServerLimits {
             body_min_rate: 1024,
             body_window: Duration::from_secs(15),
             max_connections: 1024,
+            max_import_bytes: stasis_api::DEFAULT_IMPORT_LIMIT,
         }
     }
 }

@@ -50,6 +50,10 @@ struct LimitArgs {
     /// Connections served at once; one more is answered 503.
     #[arg(long, env = "STASIS_MAX_CONNECTIONS", default_value_t = ServerLimits::default().max_connections)]
     max_connections: usize,
+    /// The most bytes an import's body may carry (16 GiB: any agent the
+    /// contract allows fits); the body is streamed, so memory stays small.
+    #[arg(long, env = "STASIS_MAX_IMPORT_BYTES", default_value_t = ServerLimits::default().max_import_bytes)]
+    max_import_bytes: u64,
     /// Objects (agents and towns) kept open at once; past it the least
     /// recently used idle ones are closed.
     #[arg(long, env = "STASIS_MAX_OPEN_OBJECTS", default_value_t = ObjectLimits::default().max_open)]
@@ -76,6 +80,7 @@ impl ServeArgs {
                 body_min_rate: limits.body_min_rate,
                 body_window: limits.body_rate_window.into(),
                 max_connections: limits.max_connections,
+                max_import_bytes: limits.max_import_bytes,
             },
             objects: ObjectLimits {
                 max_open: limits.max_open_objects,

@@ -36,7 +36,7 @@ pub fn section(info: &RunInfo, edge: &EdgeInfo, rows: &[EdgeRow]) -> String {
     let m = &info.machine;
     format!(
         "{}\n## Edge: the host against the edge worker under `wrangler dev --local`\n\n\
-         - Machine: {} ({} cores), {} memory, Linux {}\n\
+         - Machine: {} ({} cores; {}), {} memory, Linux {}\n\
          - {}\n\
          - Date: {} (UTC)\n\
          - stasis commit: {}\n\
@@ -47,6 +47,7 @@ pub fn section(info: &RunInfo, edge: &EdgeInfo, rows: &[EdgeRow]) -> String {
         EDGE.start,
         m.cpu,
         m.cores,
+        m.flags,
         m.memory,
         m.kernel,
         info.load_line(),

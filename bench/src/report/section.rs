@@ -63,7 +63,7 @@ fn render(marks: Marks, heading: &str, info: &RunInfo, rows: &[Row], notes: &str
     let m = &info.machine;
     format!(
         "{}\n## {heading}\n\n\
-         - Machine: {} ({} cores), {} memory, Linux {}\n\
+         - Machine: {} ({} cores; {}), {} memory, Linux {}\n\
          - {}\n\
          - Date: {} (UTC)\n\
          - stasis commit: {}\n\
@@ -73,6 +73,7 @@ fn render(marks: Marks, heading: &str, info: &RunInfo, rows: &[Row], notes: &str
         marks.start,
         m.cpu,
         m.cores,
+        m.flags,
         m.memory,
         m.kernel,
         info.load_line(),

@@ -34,7 +34,8 @@ Exit codes:
      sidecar: the agent runtime did not answer within --start-timeout
   6  integrity: bytes did not match their sha256 (a download, a receipt, or the
      server's stored copy: 500 snapshot_corrupt)
-  7  boot/drain: at least one agent was not hydrated / not flushed (in time)
+  7  boot: at least one agent was not hydrated, or its dispatch could not be requested;
+     drain: at least one agent was not flushed (in time)
   8  sidecar: the shutdown budget ran out before every event was forwarded and the
      last snapshot pushed
   9  fenced: another container has taken the town over from this one (boot, sidecar,
@@ -78,10 +79,14 @@ pub enum Command {
     /// Takes a container token for this container (a fresh id unless --container-id; it goes
     /// to stderr as `container_id: <id>`) and writes it to {root}/stasis-token-{id}, posts a
     /// heartbeat as this container (exit code 9 if another container superseded it), pulls each
-    /// registered agent's snapshot into
-    /// {root}/agent-home-{agent}/.local/share/kilo/kilo.db, reports each agent on stderr, and
-    /// prints the pending dispatches as a JSON array on stdout. Exit code 7 if any agent
-    /// failed to hydrate (the dispatches are printed regardless).
+    /// registered agent's snapshot into {root}/agent-home-{agent}/.local/share/kilo/kilo.db,
+    /// and reports each agent on stderr. The heartbeat hands over only the dispatches deferred
+    /// while the town drained; after a crash (kill -9, no drain) there are none, so boot also
+    /// requests one (POST .../rigs/{rig}/agents/{agent}/dispatch) for every registered agent
+    /// that ran in another container and has no pending dispatch. Prints the pending
+    /// dispatches, then the requested ones, as one JSON array on stdout. Exit code 7 if any
+    /// agent failed to hydrate or its dispatch could not be requested (the dispatches are
+    /// printed regardless).
     Boot(BootArgs),
 
     /// On SIGTERM: post the container eviction, then flush every agent's kilo.db in time.

@@ -1,10 +1,11 @@
-//! `boot`: heartbeat, hydrate every registered agent, print the dispatches.
+//! `boot`: heartbeat, hydrate every registered agent, request the dispatches the heartbeat did
+//! not bring, print them all.
 
 use super::args::BootArgs;
 use super::output::Output;
 use super::{show_version, who};
 use serde_json::Value;
-use stasis_client::boot::{self, AgentOutcome, BootOptions, Hydration};
+use stasis_client::boot::{self, AgentOutcome, BootOptions, DispatchRequest, Hydration};
 use stasis_client::{Client, Error, exit, town};
 
 pub fn boot(client: &Client, out: &Output, args: BootArgs) -> Result<u8, Error> {
@@ -18,14 +19,18 @@ pub fn boot(client: &Client, out: &Output, args: BootArgs) -> Result<u8, Error> 
     let report = boot::boot(client, &args.town, &options, &mut |outcome| {
         out.note(&describe_hydration(outcome));
     })?;
+    for requested in &report.requested_dispatches {
+        out.note(&describe_request(requested));
+    }
     out.note(&format!(
-        "heartbeat: draining {}, cleared a drain {}, {} agent(s), {} pending dispatch(es)",
+        "heartbeat: draining {}, cleared a drain {}, {} agent(s), {} pending dispatch(es), {} requested",
         report.draining,
         report.cleared_drain,
         report.agents.len(),
-        report.pending_dispatches.len()
+        report.pending_dispatches.len(),
+        report.requested_dispatches.len()
     ));
-    out.result(&Value::Array(report.pending_dispatches.clone()))?;
+    out.result(&Value::Array(report.dispatches()))?;
     Ok(if report.complete() {
         exit::OK
     } else {
@@ -49,5 +54,15 @@ fn describe_hydration(outcome: &AgentOutcome<Hydration>) -> String {
         ),
         Hydration::NoSnapshot => format!("no snapshot for {who}: it starts fresh"),
         Hydration::Failed(e) => format!("FAILED to hydrate {who}: {e}"),
+    }
+}
+
+fn describe_request(outcome: &AgentOutcome<DispatchRequest>) -> String {
+    let who = who(outcome);
+    match &outcome.result {
+        DispatchRequest::Dispatched(_) => {
+            format!("requested a dispatch for {who}: it ran in another container")
+        }
+        DispatchRequest::Failed(e) => format!("FAILED to request a dispatch for {who}: {e}"),
     }
 }

@@ -156,6 +156,18 @@ impl Credentials {
         }
     }
 
+    /// A token to exchange for another container's token: `held` unless it is bound to a
+    /// container already, else the configured token if that one is not (a client bound to one
+    /// container and then to another, as a test or a bench may do with one client).
+    fn exchangeable(&self, held: Held) -> Option<Held> {
+        let bound = |h: &Held| h.claims.as_ref().is_some_and(|c| c.scope == "container");
+        if !bound(&held) {
+            return Some(held);
+        }
+        let configured = Held::from_text(self.configured.clone()?);
+        (!bound(&configured) && configured.valid(Instant::now())).then_some(configured)
+    }
+
     fn shared_in_file(&self) -> Option<Held> {
         let binding = lock(&self.binding).clone()?;
         let held = mint::read_file(binding.file.as_deref()?)?;
@@ -193,9 +205,9 @@ impl Credentials {
         if claims.binds(town, container_id) {
             return self.adopt(held);
         }
-        if claims.scope == "container" {
+        let Some(held) = self.exchangeable(held) else {
             return Ok(()); // another container's: the server refuses what it names
-        }
+        };
         match mint::exchange(client, &held.token, town, container_id) {
             Ok(fresh) => self.adopt(fresh),
             Err(error) if mint::tokens_disabled(&error) => Ok(()),

@@ -16,7 +16,7 @@ mod bindings {
 }
 
 use bindings::exports::stasis::objects::snapshot::{
-    Guest, Precondition, PutRequest, SnapshotMeta, StorageKind,
+    Guest, Precondition, PutRequest, SnapshotMeta, StagedSnapshot, StorageKind,
 };
 use stasis_domain::{
     DomainError,
@@ -51,20 +51,26 @@ fn with_ports<T>(
 
 impl Guest for Snapshot {
     fn put(request: PutRequest, body: Vec<u8>, now: i64) -> Result<SnapshotMeta, Error> {
-        let request = domain::PutRequest {
-            expected_sha256: request.expected_sha256,
-            precondition: request.precondition.map(|p| match p {
-                Precondition::Exists => domain::Precondition::Exists,
-                Precondition::OneOf(etags) => domain::Precondition::OneOf(etags),
-            }),
-            event_watermark: request.event_watermark,
-            inline_limit: request.inline_limit,
-            key_prefix: request.key_prefix,
-        };
+        let request = from_wit_request(request);
         let meta = with_ports(now, async |object, kv| {
             saga::put(object, kv, &request, &body).await
         })?;
         Ok(to_wit(meta))
+    }
+
+    fn stage(request: PutRequest, body: Vec<u8>, now: i64) -> Result<StagedSnapshot, Error> {
+        let request = from_wit_request(request);
+        let staged = with_ports(now, async |object, kv| {
+            saga::stage(object, kv, &request, &body).await
+        })?;
+        Ok(StagedSnapshot {
+            version: staged.version,
+            sha256: staged.sha256,
+            size: staged.size,
+            event_watermark: staged.event_watermark,
+            kv_key: staged.kv_key,
+            inline_bytes: staged.inline,
+        })
     }
 
     fn head(now: i64) -> Result<Option<SnapshotMeta>, Error> {
@@ -89,6 +95,19 @@ impl Guest for Snapshot {
 
     fn wipe(now: i64) -> Result<(), Error> {
         with_ports(now, async |object, kv| saga::wipe(object, kv).await)
+    }
+}
+
+fn from_wit_request(request: PutRequest) -> domain::PutRequest {
+    domain::PutRequest {
+        expected_sha256: request.expected_sha256,
+        precondition: request.precondition.map(|p| match p {
+            Precondition::Exists => domain::Precondition::Exists,
+            Precondition::OneOf(etags) => domain::Precondition::OneOf(etags),
+        }),
+        event_watermark: request.event_watermark,
+        inline_limit: request.inline_limit,
+        key_prefix: request.key_prefix,
     }
 }
 

@@ -8,11 +8,16 @@ pub fn check_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     check_content_type(headers, "application/json")
 }
 
-/// Accepts `wanted` (with parameters) or no content type at all.
+/// Accepts `wanted` (with parameters) or no content type at all. An empty
+/// `Content-Type` counts as none: the edge runtime never passes one to the
+/// worker, so refusing it on the host alone would split the runtimes.
 pub fn check_content_type(headers: &HeaderMap, wanted: &str) -> Result<(), ApiError> {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
         return Ok(());
     };
+    if value.as_bytes().trim_ascii().is_empty() {
+        return Ok(());
+    }
     let essence = value
         .to_str()
         .unwrap_or("")
@@ -117,6 +122,21 @@ mod tests {
         assert!(message.contains("deeper than 64"), "{message}");
         assert_eq!(refusal(r#"{"metadata":[1e999"#).0, "invalid_json");
         assert_eq!(refusal(r#"{"metadata":{"n":1e300}}"#).0, "accepted");
+    }
+
+    #[test]
+    fn an_empty_content_type_counts_as_none() {
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            if let Ok(value) = value.parse() {
+                headers.insert(header::CONTENT_TYPE, value);
+            }
+            check_json_content_type(&headers).map_err(|e| e.code)
+        };
+        assert_eq!(with(""), Ok(()));
+        assert_eq!(with("application/json; charset=utf-8"), Ok(()));
+        assert_eq!(with("text/plain"), Err("unsupported_media_type".to_owned()));
+        assert_eq!(with(";"), Err("unsupported_media_type".to_owned()));
     }
 
     #[test]

@@ -17,13 +17,20 @@ const SMALL: u64 = 64 * 1024;
 /// A body carrying one document (metadata, a message) of up to 1 MiB, with
 /// room for its JSON envelope and escaping.
 const DOCUMENT_ENVELOPE: u64 = 2 * MAX_DOCUMENT_BYTES + SMALL;
-/// An import manifest: a snapshot (25 MiB, base64) and the events and
-/// documents of an agent. Edge workers hold at most 128 MB, so larger
-/// agents move by their parts.
-pub const IMPORT_LIMIT: u64 = 64 * 1024 * 1024;
+/// An import manifest's body unless the runtime sets another limit (16
+/// GiB): retention's 10,000 events of up to 1 MiB, their sessions and
+/// memory, and a 25 MiB snapshot as base64 fit, with room. The body is
+/// streamed, so the limit bounds transfer, not memory.
+pub const DEFAULT_IMPORT_LIMIT: u64 = 16 * 1024 * 1024 * 1024;
 
-/// Checks the content type and returns the body limit.
-pub fn check(endpoint: &Endpoint, method: &Method, headers: &HeaderMap) -> Result<u64, ApiError> {
+/// Checks the content type and returns the body limit (`import_limit` for
+/// an import).
+pub fn check(
+    endpoint: &Endpoint,
+    method: &Method,
+    headers: &HeaderMap,
+    import_limit: u64,
+) -> Result<u64, ApiError> {
     let takes_body = matches!(*method, Method::PUT | Method::POST);
     if !takes_body {
         return Ok(SMALL);
@@ -38,7 +45,7 @@ pub fn check(endpoint: &Endpoint, method: &Method, headers: &HeaderMap) -> Resul
         Endpoint::Agent(_, AgentEndpoint::Checkpoint | AgentEndpoint::MemoryEntry(_)) => {
             MAX_DOCUMENT_BYTES
         }
-        Endpoint::Agent(_, AgentEndpoint::Import) => IMPORT_LIMIT,
+        Endpoint::Agent(_, AgentEndpoint::Import) => import_limit,
         Endpoint::Agent(
             _,
             AgentEndpoint::Record | AgentEndpoint::Session(_) | AgentEndpoint::Dispatch,
@@ -50,8 +57,13 @@ pub fn check(endpoint: &Endpoint, method: &Method, headers: &HeaderMap) -> Resul
     })
 }
 
-/// The 413 for a body past `limit`, with the code its endpoint documents.
-pub fn too_large(endpoint: &Endpoint, limit: u64) -> ApiError {
+/// The 413 for a body past `limit`, with the code its endpoint documents
+/// for the document it takes; a method that takes no document (a `GET` or
+/// `DELETE` with a body) gets `body_too_large` with the limit it broke.
+pub fn too_large(endpoint: &Endpoint, method: &Method, limit: u64) -> ApiError {
+    if !matches!(*method, Method::PUT | Method::POST) {
+        return ApiError::body_too_large(limit);
+    }
     let code = match endpoint {
         Endpoint::Agent(_, AgentEndpoint::Snapshot) => {
             return ApiError::from(stasis_domain::snapshot::too_large());
@@ -65,4 +77,41 @@ pub fn too_large(endpoint: &Endpoint, limit: u64) -> ApiError {
         format!("the document may hold at most {limit} bytes"),
         limit,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route;
+
+    fn refusal(path: &str, method: Method) -> (String, Option<serde_json::Value>) {
+        let endpoint = route::resolve(path, &method).map_err(|e| e.code);
+        let Ok(endpoint) = endpoint else {
+            return (format!("unroutable: {endpoint:?}"), None);
+        };
+        let limit = check(&endpoint, &method, &HeaderMap::new(), u64::MAX).unwrap_or(0);
+        let error = too_large(&endpoint, &method, limit);
+        (error.code, error.extra.get("limit").cloned())
+    }
+
+    #[test]
+    fn a_document_too_large_is_named_by_its_route_only_where_it_takes_one() {
+        let snapshot = "/api/towns/t/rigs/r/agents/a/db-snapshot";
+        let checkpoint = "/api/towns/t/rigs/r/agents/a/checkpoint";
+        assert_eq!(refusal(snapshot, Method::PUT).0, "snapshot_too_large");
+        assert_eq!(
+            refusal(checkpoint, Method::PUT),
+            (
+                "checkpoint_too_large".into(),
+                Some(MAX_DOCUMENT_BYTES.into())
+            )
+        );
+        for method in [Method::GET, Method::DELETE] {
+            assert_eq!(
+                refusal(snapshot, method.clone()),
+                ("body_too_large".into(), Some(SMALL.into()))
+            );
+            assert_eq!(refusal(checkpoint, method).0, "body_too_large");
+        }
+    }
 }

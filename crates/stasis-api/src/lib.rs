@@ -14,8 +14,10 @@
 //!    and runs the operation on the objects, through the runtime's
 //!    [`Objects`] port.
 //!
-//! Live tails come back as [`Reply::Stream`]; the runtime turns
-//! [`sse::stream`] into its streaming body.
+//! Live tails come back as [`Reply::Stream`] and exports as
+//! [`Reply::Export`]; the runtime turns [`sse::stream`] and
+//! [`export::stream`] into its streaming body. An import takes its body as
+//! a stream ([`Admitted::streams_body`], [`Api::handle_streamed`]).
 
 mod agent_http;
 mod append_body;
@@ -25,9 +27,10 @@ mod body_rules;
 mod dispatch;
 pub mod error;
 mod events;
+pub mod export;
 mod fencing;
 pub mod idempotency;
-mod manifest;
+mod import;
 mod mayor_http;
 mod objects;
 mod query;
@@ -39,18 +42,20 @@ pub mod sse;
 mod token_http;
 mod town_http;
 
+pub use body_rules::DEFAULT_IMPORT_LIMIT;
 pub use error::{ApiError, ErrorLog};
 pub use objects::{Objects, Snapshots};
 
 use auth::{Caller, KeyRing};
 use bytes::Bytes;
 use http::{HeaderMap, Method, Response, header, request::Parts};
-use route::Endpoint;
+use route::{AgentEndpoint, Endpoint};
 
 /// The API over one runtime's objects.
 pub struct Api<O> {
     objects: O,
     keys: Option<KeyRing>,
+    import_limit: u64,
 }
 
 /// A request whose head passed every check.
@@ -73,7 +78,15 @@ impl Admitted {
 
     /// The 413 for a body past [`Admitted::body_limit`].
     pub fn body_too_large(&self) -> ApiError {
-        body_rules::too_large(&self.endpoint, self.body_limit)
+        body_rules::too_large(&self.endpoint, &self.method, self.body_limit)
+    }
+
+    /// Whether the runtime should hand the body over as a stream
+    /// ([`Api::handle_streamed`]) rather than read it whole: an import's
+    /// body may be far larger than memory.
+    pub fn streams_body(&self) -> bool {
+        self.method == Method::PUT
+            && matches!(self.endpoint, Endpoint::Agent(_, AgentEndpoint::Import))
     }
 }
 
@@ -83,13 +96,26 @@ pub enum Reply {
     Full(Response<Bytes>),
     /// A Server-Sent Events stream; see [`sse::stream`].
     Stream(sse::Tail),
+    /// An agent's manifest, 200 `application/json`, written as it is read;
+    /// see [`export::stream`] and [`export_head`].
+    Export(export::Export),
 }
 
 impl<O: Objects + Snapshots> Api<O> {
     /// An API over `objects`, verifying tokens with `keys`. With no keys,
     /// every request is unrestricted (the host then binds to loopback only).
     pub fn new(objects: O, keys: Option<KeyRing>) -> Self {
-        Self { objects, keys }
+        Self {
+            objects,
+            keys,
+            import_limit: DEFAULT_IMPORT_LIMIT,
+        }
+    }
+
+    /// Sets the most bytes an import's body may carry.
+    pub fn with_import_limit(mut self, limit: u64) -> Self {
+        self.import_limit = limit;
+        self
     }
 
     /// The runtime's objects.
@@ -108,7 +134,8 @@ impl<O: Objects + Snapshots> Api<O> {
         };
         let endpoint = route::resolve(path, &head.method)?;
         permit(&caller, &endpoint, &head.method)?;
-        let body_limit = body_rules::check(&endpoint, &head.method, &head.headers)?;
+        let body_limit =
+            body_rules::check(&endpoint, &head.method, &head.headers, self.import_limit)?;
         let admitted = Admitted {
             caller,
             endpoint,
@@ -140,21 +167,54 @@ impl<O: Objects + Snapshots> Api<O> {
         }
     }
 
+    /// Runs an admitted request whose body comes as a stream (see
+    /// [`Admitted::streams_body`]); the runtime maps its own body failures
+    /// (too large, too slow, broken off) onto the stream's errors. A
+    /// container token's import is fenced like any other write.
+    pub async fn handle_streamed<S>(&self, admitted: Admitted, body: S) -> Reply
+    where
+        S: futures::Stream<Item = Result<Bytes, ApiError>>,
+    {
+        let caller = admitted.caller.clone();
+        let town = admitted.endpoint.town().map(str::to_owned);
+        let outcome = match self.fence(&admitted).await {
+            Ok(Some(fence)) => {
+                routes::import_streamed(&self.objects.fenced(fence), admitted, body).await
+            }
+            Ok(None) => routes::import_streamed(&self.objects, admitted, body).await,
+            Err(err) => Err(err),
+        };
+        match outcome {
+            Ok(response) => Reply::Full(response),
+            Err(err) => {
+                let err = fencing::name_holder(&self.objects, &caller, town.as_deref(), err).await;
+                Reply::Full(err.into_response())
+            }
+        }
+    }
+
     async fn dispatch(&self, admitted: Admitted, body: Bytes) -> Result<Reply, ApiError> {
         let keys = self.keys.as_ref();
-        let fence = fencing::fence_of(
-            &self.objects,
-            &admitted.caller,
-            &admitted.endpoint,
-            &admitted.method,
-        )
-        .await?;
-        match fence {
+        match self.fence(&admitted).await? {
             Some(fence) => {
                 routes::dispatch(&self.objects.fenced(fence), keys, admitted, body).await
             }
             None => routes::dispatch(&self.objects, keys, admitted, body).await,
         }
+    }
+
+    /// The fence of a container token's write (see [`fencing::fence_of`]).
+    async fn fence(
+        &self,
+        admitted: &Admitted,
+    ) -> Result<Option<stasis_domain::fence::Fence>, ApiError> {
+        fencing::fence_of(
+            &self.objects,
+            &admitted.caller,
+            &admitted.endpoint,
+            &admitted.method,
+        )
+        .await
     }
 }
 
@@ -176,6 +236,16 @@ fn permit(caller: &Caller, endpoint: &Endpoint, method: &Method) -> Result<(), A
         ));
     }
     Ok(())
+}
+
+/// The head of an export's response (its body is [`export::stream`]).
+pub fn export_head() -> Response<()> {
+    let mut response = Response::new(());
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// The head of an SSE response.

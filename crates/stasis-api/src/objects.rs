@@ -6,7 +6,7 @@ use stasis_domain::{
     agent::{AgentCall, AgentReply},
     fence::Fence,
     ids::AgentKey,
-    snapshot::{PutRequest, SnapshotMeta},
+    snapshot::{PutRequest, SnapshotMeta, StagedSnapshot},
     town::{TownCall, TownReply},
 };
 use std::{future::Future, time::Duration};
@@ -86,8 +86,22 @@ pub trait Snapshots {
     /// Deletes the current snapshot and its KV key.
     fn snapshot_delete(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>>;
 
-    /// Removes every snapshot row and KV key of the agent (destroy, import).
+    /// Removes every snapshot row and KV key of the agent (destroy).
     fn snapshot_wipe(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>>;
+
+    /// Checks and stores a snapshot's bytes under a new version without
+    /// making it current: an import stages its snapshot so, and the
+    /// import's commit switches to it (`saga::stage`).
+    fn snapshot_stage(
+        &self,
+        key: &AgentKey,
+        request: PutRequest,
+        body: Bytes,
+    ) -> impl Future<Output = Result<StagedSnapshot, DomainError>>;
+
+    /// Deletes the agent's KV keys that no metadata, put in flight or
+    /// staged import names (`saga::sweep`).
+    fn snapshot_sweep(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>>;
 
     /// Snapshots up to this many bytes are stored inline.
     fn snapshot_inline_limit(&self) -> u64;

@@ -2,7 +2,7 @@
 
 use crate::error::ApiError;
 use http::{Method, StatusCode, header};
-use stasis_domain::{DomainError, ids, ids::AgentKey};
+use stasis_domain::{ids, ids::AgentKey};
 
 /// An endpoint, with the ids its path carries (already validated).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,7 +136,7 @@ pub fn is_public(path: &str) -> bool {
 /// route has its shape, 405 when the route does not take the method, 400
 /// when an id in it is invalid.
 pub fn resolve(raw_path: &str, method: &Method) -> Result<Endpoint, ApiError> {
-    let decoded = decode_segments(raw_path)?;
+    let decoded = decode_segments(raw_path);
     let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
     // The shape first (ids unchecked), so that 404 and 405 come before 400.
     let endpoint = shape(&segments).ok_or_else(|| ApiError::no_route(raw_path))?;
@@ -222,8 +222,11 @@ fn check_ids(endpoint: &Endpoint) -> Result<(), ApiError> {
 }
 
 /// Splits a path into percent-decoded segments. A trailing slash is
-/// ignored; an empty segment in the middle is not a valid id.
-fn decode_segments(raw_path: &str) -> Result<Vec<String>, ApiError> {
+/// ignored; an empty segment in the middle is not a valid id. A segment
+/// that does not decode to UTF-8 is kept as written: its `%` makes it no
+/// route's fixed segment and no valid id, so the shape and the method are
+/// judged before it is refused as an id (the documented order).
+fn decode_segments(raw_path: &str) -> Vec<String> {
     let trimmed = raw_path.strip_prefix('/').unwrap_or(raw_path);
     let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
     trimmed
@@ -231,13 +234,7 @@ fn decode_segments(raw_path: &str) -> Result<Vec<String>, ApiError> {
         .map(|segment| {
             percent_encoding::percent_decode_str(segment)
                 .decode_utf8()
-                .map(|s| s.into_owned())
-                .map_err(|_| {
-                    ApiError::from(DomainError::invalid(
-                        "invalid_id",
-                        "path segments must be percent-encoded UTF-8",
-                    ))
-                })
+                .map_or_else(|_| segment.to_owned(), |s| s.into_owned())
         })
         .collect()
 }
@@ -326,11 +323,16 @@ mod tests {
 
     #[test]
     fn the_method_is_checked_before_ids() {
-        let err = resolve("/api/towns/a%2Fb/rigs/r/agents/a/events", &Method::DELETE);
-        assert_eq!(
-            err.map_err(|e| e.code),
-            Err("method_not_allowed".to_owned())
-        );
+        for town in ["a%2Fb", "%FF", "%C3"] {
+            let path = format!("/api/towns/{town}/rigs/r/agents/a/events");
+            let err = resolve(&path, &Method::DELETE);
+            assert_eq!(
+                err.map(|_| ()).map_err(|e| e.code),
+                Err("method_not_allowed".to_owned()),
+                "{path}"
+            );
+        }
+        assert_eq!(code("/api/%FF/t"), "not_found");
     }
 
     #[test]

@@ -4,7 +4,7 @@ use crate::{
     Admitted, Objects, Reply, Snapshots, agent_http,
     auth::{Caller, KeyRing},
     error::ApiError,
-    events, manifest, mayor_http, query, reply,
+    events, export, import, mayor_http, query, reply,
     route::{AgentEndpoint, Endpoint, TownEndpoint},
     snapshot, sse, token_http, town_http,
 };
@@ -58,6 +58,13 @@ pub(crate) async fn dispatch<O: Objects + Snapshots>(
             }
             events::render(reply)
         }
+        Endpoint::Agent(key, AgentEndpoint::Export) => {
+            return Ok(Reply::Export(export::prepare(objects, &key).await?));
+        }
+        Endpoint::Agent(key, AgentEndpoint::Import) => {
+            let whole = futures::stream::iter([Ok(body)]);
+            import::run(objects, &key, &query, whole).await?
+        }
         Endpoint::RefreshToken => token_http::refresh(objects, keys, &caller, &body).await?,
         Endpoint::Agent(key, endpoint) => {
             agent_endpoint(objects, &key, endpoint, &method, &query, &headers, body).await?
@@ -77,6 +84,28 @@ pub(crate) async fn dispatch<O: Objects + Snapshots>(
         }
     };
     Ok(Reply::Full(response))
+}
+
+/// Runs an import whose body comes as a stream on `objects` (fenced
+/// already, for a container token's import).
+pub(crate) async fn import_streamed<O, S>(
+    objects: &O,
+    admitted: Admitted,
+    body: S,
+) -> Result<Response<Bytes>, ApiError>
+where
+    O: Objects + Snapshots,
+    S: futures::Stream<Item = Result<Bytes, ApiError>>,
+{
+    match &admitted.endpoint {
+        Endpoint::Agent(key, AgentEndpoint::Import) if admitted.streams_body() => {
+            let query = query::Query::parse(admitted.query.as_deref());
+            import::run(objects, key, &query, body).await
+        }
+        _ => Err(ApiError::internal(
+            "only an import takes its body as a stream",
+        )),
+    }
 }
 
 async fn agent_endpoint<O: Objects + Snapshots>(
@@ -103,10 +132,10 @@ async fn agent_endpoint<O: Objects + Snapshots>(
             Method::DELETE => snapshot::delete(objects, key).await,
             _ => snapshot::get(objects, key, headers, *method == Method::GET).await,
         },
-        AgentEndpoint::Export => manifest::export(objects, key).await,
-        AgentEndpoint::Import => manifest::import(objects, key, &body).await,
         AgentEndpoint::Dispatch => mayor_http::dispatch_agent(objects, key, &body).await,
-        AgentEndpoint::Events => Err(ApiError::internal("events are routed above")),
+        AgentEndpoint::Events | AgentEndpoint::Export | AgentEndpoint::Import => {
+            Err(ApiError::internal("routed above"))
+        }
     }
 }
 

@@ -48,8 +48,9 @@ impl JsonBreach {
 }
 
 /// Checks `text`, which must already be valid JSON (the caller parsed it):
-/// every number is a finite 64-bit float and nesting stays within
-/// [`MAX_JSON_DEPTH`]. Text that is not valid JSON never panics here; it
+/// every number is a finite 64-bit float, nesting stays within
+/// [`MAX_JSON_DEPTH`], and every surrogate escape in a string is half of a
+/// pair. Text that is not valid JSON never panics here; it
 /// may pass or be refused.
 pub fn check(text: &str) -> Result<(), JsonBreach> {
     let mut fast = NoPath;
@@ -70,6 +71,7 @@ pub fn check(text: &str) -> Result<(), JsonBreach> {
 enum Problem {
     Depth,
     Number(String),
+    Surrogate(String),
 }
 
 impl Problem {
@@ -82,6 +84,10 @@ impl Problem {
             Self::Number(number) => format!(
                 "holds the number {number}, which is out of range: JSON numbers must fit a 64-bit \
                  float (about ±1.8e308)"
+            ),
+            Self::Surrogate(escape) => format!(
+                "holds the string escape {escape}, a lone UTF-16 surrogate: it is not text, and \
+                 JSON readers refuse it"
             ),
         }
     }
@@ -184,7 +190,12 @@ fn scan(bytes: &[u8], tracker: &mut impl Tracker) -> Option<Problem> {
         match byte {
             b'"' => {
                 let end = string_end(bytes, at + 1);
-                tracker.string(bytes.get(at + 1..end).unwrap_or_default());
+                let raw = bytes.get(at + 1..end).unwrap_or_default();
+                tracker.string(raw);
+                if let Some(escape) = unpaired_surrogate(raw) {
+                    tracker.stop();
+                    return Some(Problem::Surrogate(escape));
+                }
                 at = end + 1;
                 continue;
             }
@@ -231,6 +242,38 @@ fn string_end(bytes: &[u8], from: usize) -> usize {
         }
     }
     bytes.len()
+}
+
+/// The first `\uXXXX` escape in a string's raw contents that is a UTF-16
+/// surrogate without its other half (`\ud83d\ude00` is one character;
+/// `\ud800` alone, or `\udc00` first, is not).
+fn unpaired_surrogate(raw: &[u8]) -> Option<String> {
+    let mut high: Option<&[u8]> = None;
+    let mut at = 0;
+    while at < raw.len() {
+        let (unit, width) = match raw.get(at..at + 2) {
+            Some(b"\\u") => (raw.get(at + 2..at + 6).and_then(hex_unit), 6),
+            Some([b'\\', _]) => (None, 2),
+            _ => (None, 1),
+        };
+        let escape = raw.get(at..at + width).unwrap_or_default();
+        match (high, unit) {
+            (Some(_), Some(0xDC00..=0xDFFF)) => high = None,
+            (Some(lone), _) => return Some(String::from_utf8_lossy(lone).into_owned()),
+            (None, Some(0xD800..=0xDBFF)) => high = Some(escape),
+            (None, Some(0xDC00..=0xDFFF)) => {
+                return Some(String::from_utf8_lossy(escape).into_owned());
+            }
+            (None, _) => {}
+        }
+        at += width;
+    }
+    high.map(|lone| String::from_utf8_lossy(lone).into_owned())
+}
+
+/// Four hex digits as a UTF-16 code unit.
+fn hex_unit(digits: &[u8]) -> Option<u16> {
+    u16::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
 }
 
 fn number_end(bytes: &[u8], from: usize) -> usize {
@@ -296,6 +339,32 @@ mod tests {
         assert_eq!(refusal("-1e400").map(|(path, _)| path), Some(String::new()));
         assert!(refusal(&"9".repeat(400)).is_some());
         assert!(refusal(r#"[1,2,1E+999]"#).is_some_and(|(path, _)| path == "[2]"));
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_are_refused_with_their_path() {
+        for text in [
+            r#""\ud83d\ude00 a pair""#,
+            r#""\\ud800 is an escaped backslash""#,
+            r#"{"\uD83D\uDE00":"\u00e9\ud7ff\ue000"}"#,
+        ] {
+            assert_eq!(check(text), Ok(()), "{text}");
+        }
+        let (path, why) = refusal(r#"{"a":["ok","x\ud800y"]}"#).unwrap_or_default();
+        assert_eq!(path, ".a[1]");
+        assert!(
+            why.contains(r"\ud800") && why.contains("surrogate"),
+            "{why}"
+        );
+        for lone in [
+            r#""\ud800""#,
+            r#""\udc00\ud800""#,
+            r#""\ud800\u0041""#,
+            r#""\ud800\n\udc00""#,
+            r#"{"\udfff":1}"#,
+        ] {
+            assert!(refusal(lone).is_some(), "{lone}");
+        }
     }
 
     #[test]

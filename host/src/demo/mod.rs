@@ -115,8 +115,15 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         let kept = temp.keep();
         println!("   files kept in {}", kept.display());
     }
+    println!("{REAL_AGENT_DEMO}");
     result
 }
+
+/// The real Kilo CLI cannot run here without being installed: the last line says how to see
+/// the same story with it.
+const REAL_AGENT_DEMO: &str = "\nWith the real Kilo CLI, SIGKILLed mid-reply (README, Container flow): \
+    source scripts/setup.sh && stasis_kilo && cargo build -p stasis-host -p stasis-client \
+    -p stasis-kilo-harness && target/debug/real-agent-demo";
 
 /// The error and its causes, each said once (the client's errors already
 /// quote their sources).

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use stasis_domain::{
     agent::{AgentCall, AgentReply},
-    snapshot::{PutRequest, SnapshotMeta},
+    snapshot::{PutRequest, SnapshotMeta, StagedSnapshot},
     town::{TownCall, TownReply},
 };
 
@@ -38,6 +38,13 @@ pub enum SnapshotOp {
         /// The bytes.
         body: Bytes,
     },
+    /// Store a snapshot's bytes without making it current (an import's).
+    Stage {
+        /// Its headers, as the domain reads them.
+        request: PutRequest,
+        /// The bytes.
+        body: Bytes,
+    },
     /// The current snapshot, with its bytes when `with_bytes`.
     Get {
         /// Read (and verify) the bytes too.
@@ -47,6 +54,11 @@ pub enum SnapshotOp {
     Delete,
     /// Remove every snapshot row and KV key.
     Wipe,
+    /// Delete the KV keys under this prefix that nothing names.
+    Sweep {
+        /// The agent's key prefix.
+        key_prefix: String,
+    },
 }
 
 impl SnapshotOp {
@@ -61,6 +73,8 @@ impl SnapshotOp {
 pub enum SnapshotAnswer {
     /// The stored snapshot.
     Stored(SnapshotMeta),
+    /// The staged snapshot.
+    Staged(StagedSnapshot),
     /// The current snapshot, if any.
     Found(Option<(SnapshotMeta, Option<Bytes>)>),
     /// Done.

@@ -16,7 +16,7 @@ use stasis_domain::{
     agent::{AgentCall, AgentReply, ObjectEnv},
     fence::Fence,
     ids::AgentKey,
-    snapshot::{PutRequest, SnapshotMeta},
+    snapshot::{self, PutRequest, SnapshotMeta, StagedSnapshot},
     town::{TownCall, TownReply},
 };
 use stasis_sqlite::Durability;
@@ -248,6 +248,28 @@ impl Snapshots for HostObjects {
 
     async fn snapshot_wipe(&self, key: &AgentKey) -> Result<(), DomainError> {
         self.snapshot(key, SnapshotOp::Wipe).await.map(drop)
+    }
+
+    async fn snapshot_stage(
+        &self,
+        key: &AgentKey,
+        request: PutRequest,
+        body: Bytes,
+    ) -> Result<StagedSnapshot, DomainError> {
+        match self
+            .snapshot(key, SnapshotOp::Stage { request, body })
+            .await?
+        {
+            SnapshotAnswer::Staged(staged) => Ok(staged),
+            _ => Err(mismatch()),
+        }
+    }
+
+    async fn snapshot_sweep(&self, key: &AgentKey) -> Result<(), DomainError> {
+        let key_prefix = snapshot::key_prefix(key);
+        self.snapshot(key, SnapshotOp::Sweep { key_prefix })
+            .await
+            .map(drop)
     }
 
     fn snapshot_inline_limit(&self) -> u64 {

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use stasis_domain::{
     DomainError,
     agent::ObjectEnv,
-    snapshot::{Precondition, SnapshotMeta, StorageKind},
+    snapshot::{Precondition, PutRequest, SnapshotMeta, StagedSnapshot, StorageKind},
 };
 use wasmtime::Store;
 
@@ -28,24 +28,36 @@ pub fn call(
     let now = env.now_ms;
     match op {
         SnapshotOp::Put { request, body } => {
-            let wit_request = wit::PutRequest {
-                expected_sha256: request.expected_sha256.clone(),
-                precondition: request.precondition.clone().map(|p| match p {
-                    Precondition::Exists => wit::Precondition::Exists,
-                    Precondition::OneOf(etags) => wit::Precondition::OneOf(etags),
-                }),
-                event_watermark: request.event_watermark,
-                inline_limit: request.inline_limit,
-                key_prefix: request.key_prefix.clone(),
-            };
             // The body is copied into the guest once; our copy goes now, so
             // the host holds the request, the guest's copy and the KV write.
             let body = std::mem::take(body);
             let meta = snapshot
-                .call_put(&mut *store, &wit_request, &body, now)
+                .call_put(&mut *store, &to_wit_request(request), &body, now)
                 .map_err(trap)?
                 .map_err(from_wit_error)?;
             Ok(SnapshotAnswer::Stored(from_wit(meta)))
+        }
+        SnapshotOp::Stage { request, body } => {
+            let body = std::mem::take(body);
+            let staged = snapshot
+                .call_stage(&mut *store, &to_wit_request(request), &body, now)
+                .map_err(trap)?
+                .map_err(from_wit_error)?;
+            Ok(SnapshotAnswer::Staged(StagedSnapshot {
+                version: staged.version,
+                sha256: staged.sha256,
+                size: staged.size,
+                event_watermark: staged.event_watermark,
+                kv_key: staged.kv_key,
+                inline: staged.inline_bytes,
+            }))
+        }
+        SnapshotOp::Sweep { key_prefix } => {
+            snapshot
+                .call_sweep(&mut *store, key_prefix.as_str(), now)
+                .map_err(trap)?
+                .map_err(from_wit_error)?;
+            Ok(SnapshotAnswer::Done)
         }
         SnapshotOp::Get { with_bytes: false } => {
             let found = snapshot
@@ -79,6 +91,19 @@ pub fn call(
                 .map_err(from_wit_error)?;
             Ok(SnapshotAnswer::Done)
         }
+    }
+}
+
+fn to_wit_request(request: &PutRequest) -> wit::PutRequest {
+    wit::PutRequest {
+        expected_sha256: request.expected_sha256.clone(),
+        precondition: request.precondition.clone().map(|p| match p {
+            Precondition::Exists => wit::Precondition::Exists,
+            Precondition::OneOf(etags) => wit::Precondition::OneOf(etags),
+        }),
+        event_watermark: request.event_watermark,
+        inline_limit: request.inline_limit,
+        key_prefix: request.key_prefix.clone(),
     }
 }
 

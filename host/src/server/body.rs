@@ -1,6 +1,6 @@
-//! Request bodies: read whole up to the endpoint's limit, and cut when they
-//! arrive slower than a minimum rate; refused bodies read a little and
-//! thrown away.
+//! Request bodies: read whole up to the endpoint's limit (or chunk by chunk,
+//! for an import), and cut when they arrive slower than a minimum rate;
+//! refused bodies read a little and thrown away.
 
 use crate::config::ServerLimits;
 use bytes::Bytes;
@@ -43,33 +43,63 @@ pub fn too_slow(limits: &ServerLimits) -> ApiError {
 /// Each window of `limits.body_window` must bring `body_min_rate` bytes a
 /// second, so a stalled body is cut while a slow but live one goes on.
 pub async fn read(
-    mut body: Incoming,
+    body: Incoming,
     headers: &HeaderMap,
     limit: u64,
     limits: &ServerLimits,
 ) -> Result<Bytes, BodyError> {
     let declared = declared_length(headers).unwrap_or(0).min(limit);
     let mut buffer = Vec::with_capacity(usize::try_from(declared).unwrap_or(0));
-    let mut pace = Pace::new(limits);
-    loop {
-        let frame = match tokio::time::timeout_at(pace.window_end, body.frame()).await {
-            Ok(Some(frame)) => frame.map_err(BodyError::Read)?,
-            Ok(None) => break,
-            Err(_window_over) => {
-                pace.check(0)?;
-                continue;
-            }
-        };
-        if let Ok(data) = frame.into_data() {
-            let total = u64::try_from(buffer.len() + data.len()).unwrap_or(u64::MAX);
-            if total > limit {
-                return Err(BodyError::TooLarge);
-            }
-            buffer.extend_from_slice(&data);
-            pace.check(data.len())?;
-        }
+    let mut chunks = Chunks::new(body, limit, limits);
+    while let Some(data) = chunks.next().await? {
+        buffer.extend_from_slice(&data);
     }
     Ok(Bytes::from(buffer))
+}
+
+/// A body read chunk by chunk, under the same limit and minimum rate as
+/// [`read`], for a request that streams its body (an import).
+pub struct Chunks {
+    body: Incoming,
+    pace: Pace,
+    limit: u64,
+    received: u64,
+}
+
+impl Chunks {
+    /// Reads `body` up to `limit` bytes.
+    pub fn new(body: Incoming, limit: u64, limits: &ServerLimits) -> Self {
+        Self {
+            body,
+            pace: Pace::new(limits),
+            limit,
+            received: 0,
+        }
+    }
+
+    /// The next piece of data; `None` at the body's end.
+    pub async fn next(&mut self) -> Result<Option<Bytes>, BodyError> {
+        loop {
+            let frame = match tokio::time::timeout_at(self.pace.window_end, self.body.frame()).await
+            {
+                Ok(Some(frame)) => frame.map_err(BodyError::Read)?,
+                Ok(None) => return Ok(None),
+                Err(_window_over) => {
+                    self.pace.check(0)?;
+                    continue;
+                }
+            };
+            if let Ok(data) = frame.into_data() {
+                let len = u64::try_from(data.len()).unwrap_or(u64::MAX);
+                self.received = self.received.saturating_add(len);
+                if self.received > self.limit {
+                    return Err(BodyError::TooLarge);
+                }
+                self.pace.check(data.len())?;
+                return Ok(Some(data));
+            }
+        }
+    }
 }
 
 /// The minimum rate, checked window by window.

@@ -115,12 +115,12 @@ pub struct Tracked {
 
 impl hyper::body::Body for Tracked {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = respond::Cut;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, respond::Cut>>> {
         Pin::new(&mut self.get_mut().body).poll_frame(cx)
     }
 

@@ -77,7 +77,9 @@ pub fn build_api(config: &ServeConfig) -> anyhow::Result<Arc<Api<HostObjects>>> 
         .with_context(|| format!("creating the data folder {}", config.data_dir.display()))?;
     let components = Components::load(&config.data_dir.join("cache"))?;
     let objects = HostObjects::new(components, config);
-    Ok(Arc::new(Api::new(objects, config.keys.clone())))
+    let api =
+        Api::new(objects, config.keys.clone()).with_import_limit(config.server.max_import_bytes);
+    Ok(Arc::new(api))
 }
 
 /// Accepts connections until SIGTERM or SIGINT, then drains for a moment.

@@ -1,20 +1,36 @@
-//! One request through the shared API: its id, its body, a panic turned
-//! into a 500, and every 5xx logged with its cause.
+//! One request through the shared API: its id, its body (read whole, or
+//! streamed for an import), a panic turned into a 500, every 5xx logged
+//! with its cause, and a streamed export cut (and logged) when it fails.
 
 use super::{
     Site,
-    body::{self, BodyError},
+    body::{self, BodyError, Chunks},
 };
+use crate::config::ServerLimits;
 use bytes::Bytes;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
-use stasis_api::{ApiError, ErrorLog, Reply};
-use std::{convert::Infallible, panic::AssertUnwindSafe};
+use stasis_api::{Admitted, ApiError, ErrorLog, Reply};
+use std::panic::AssertUnwindSafe;
 
 /// Every response body the server sends.
-pub type Body = BoxBody<Bytes, Infallible>;
+pub type Body = BoxBody<Bytes, Cut>;
+
+/// A streamed response body that failed after its head was sent: hyper
+/// then ends the response without its final chunk, so the client sees it
+/// cut. The cause is logged where it happened.
+#[derive(Debug)]
+pub struct Cut;
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the response body was cut; the server log holds the cause")
+    }
+}
+
+impl std::error::Error for Cut {}
 
 /// Kept from the request when it is a short printable token, else made up;
 /// sent back on every response and named in every log line about it.
@@ -27,7 +43,10 @@ pub async fn respond(site: &Site, request: Request<Incoming>) -> Response<Body> 
     let id = request_id(request.headers());
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let mut response = match AssertUnwindSafe(handle(site, request)).catch_unwind().await {
+    let mut response = match AssertUnwindSafe(handle(site, request, &id))
+        .catch_unwind()
+        .await
+    {
         Ok(response) => response,
         Err(panic) => full(
             ApiError::internal(format!(
@@ -61,7 +80,7 @@ pub fn over_capacity<B>(request: &Request<B>, max_connections: usize) -> Respons
     response
 }
 
-async fn handle(site: &Site, request: Request<Incoming>) -> Response<Body> {
+async fn handle(site: &Site, request: Request<Incoming>, id: &HeaderValue) -> Response<Body> {
     let api = &site.api;
     let (head, incoming) = request.into_parts();
     let admitted = match api.admit(&head) {
@@ -72,6 +91,15 @@ async fn handle(site: &Site, request: Request<Incoming>) -> Response<Body> {
         }
     };
     let limit = admitted.body_limit();
+    if admitted.streams_body() {
+        let chunks = chunks(
+            Chunks::new(incoming, limit, &site.limits),
+            &admitted,
+            &site.limits,
+        );
+        let reply = api.handle_streamed(admitted, chunks).await;
+        return respond_with(site, reply, id, head.uri.path());
+    }
     let bytes = match body::read(incoming, &head.headers, limit, &site.limits).await {
         Ok(bytes) => bytes,
         Err(BodyError::TooLarge) => return full(admitted.body_too_large().into_response()),
@@ -81,15 +109,71 @@ async fn handle(site: &Site, request: Request<Incoming>) -> Response<Body> {
             return full(err.into_response());
         }
     };
-    match api.handle(admitted, bytes).await {
+    let reply = api.handle(admitted, bytes).await;
+    respond_with(site, reply, id, head.uri.path())
+}
+
+/// The API's reply as a hyper response: whole, or streamed.
+fn respond_with(site: &Site, reply: Reply, id: &HeaderValue, path: &str) -> Response<Body> {
+    let objects = site.api.objects().clone();
+    match reply {
         Reply::Full(response) => full(response),
         Reply::Stream(tail) => {
-            let frames = stasis_api::sse::stream(api.objects().clone(), tail)
-                .map(|chunk| Ok::<_, Infallible>(Frame::data(chunk)));
+            let frames = stasis_api::sse::stream(objects, tail)
+                .map(|chunk| Ok::<_, Cut>(Frame::data(chunk)));
             let (parts, ()) = stasis_api::event_stream_head().into_parts();
             Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
         }
+        Reply::Export(export) => {
+            let (id, path) = (id.to_str().unwrap_or("?").to_owned(), path.to_owned());
+            let frames = stasis_api::export::stream(objects, export).map(move |chunk| {
+                chunk.map(Frame::data).map_err(|err| {
+                    let detail = err.cause.as_deref().unwrap_or(&err.message);
+                    tracing::error!(
+                        request_id = id,
+                        path,
+                        code = err.code,
+                        detail,
+                        "export failed after its head was sent; the response was cut"
+                    );
+                    Cut
+                })
+            });
+            let (parts, ()) = stasis_api::export_head().into_parts();
+            Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
+        }
     }
+}
+
+/// An import's body as the API takes it: chunks, or the refusal a failed
+/// read answers (413 past the limit, 408 too slow, 400 broken off).
+fn chunks(
+    chunks: Chunks,
+    admitted: &Admitted,
+    limits: &ServerLimits,
+) -> impl Stream<Item = Result<Bytes, ApiError>> + use<> {
+    let too_large = admitted.body_too_large();
+    let too_slow = body::too_slow(limits);
+    futures::stream::unfold(Some(chunks), move |chunks| {
+        let (too_large, too_slow) = (too_large.clone(), too_slow.clone());
+        async move {
+            let mut chunks = chunks?;
+            match chunks.next().await {
+                Ok(Some(data)) => Some((Ok(data), Some(chunks))),
+                Ok(None) => None,
+                Err(err) => {
+                    let refusal = match err {
+                        BodyError::TooLarge => too_large,
+                        BodyError::TooSlow => too_slow,
+                        BodyError::Read(err) => {
+                            ApiError::invalid_request(format!("reading the body failed: {err}"))
+                        }
+                    };
+                    Some((Err(refusal), None))
+                }
+            }
+        }
+    })
 }
 
 /// The client's `X-Request-Id` when it is 1 to 64 visible ASCII
@@ -126,7 +210,7 @@ fn log_server_error(response: &Response<Body>, id: &HeaderValue, method: &Method
 }
 
 fn full(response: Response<Bytes>) -> Response<Body> {
-    response.map(|bytes| BodyExt::boxed(Full::new(bytes)))
+    response.map(|bytes| BodyExt::boxed(Full::new(bytes).map_err(|never| match never {})))
 }
 
 #[cfg(test)]

@@ -1,8 +1,12 @@
-//! b. boot after an eviction.
+//! b. boot after an eviction, and after a crash (no eviction: nothing deferred).
 
 use std::path::Path;
 
-use stasis_client::boot::{BootOptions, Hydration, boot, kilo_db_path};
+use serde_json::Value;
+use stasis_client::boot::{
+    BootOptions, BootReport, DispatchRequest, Hydration, boot, kilo_db_path,
+};
+use stasis_client::credentials::{TokenClaims, token_file};
 use stasis_client::town;
 
 use crate::helpers::{
@@ -81,6 +85,128 @@ fn boot_hydrates_every_registered_agent_byte_identical_and_hands_over_the_deferr
         state["current_container_id"].as_str(),
         Some(options.container_id.as_str())
     );
+    assert_eq!(
+        requested_agents(&report),
+        ["polecat-1", "polecat-2", "refinery"],
+        "every other agent A ran gets its dispatch too"
+    );
+    assert_eq!(report.dispatches().len(), MEMBERS.len());
+}
+
+#[test]
+fn after_a_crash_boot_requests_the_mayors_dispatch_with_its_checkpoint_and_conversation() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let server = start_server(data.path());
+    let (root_a, root_b) = (
+        tempfile::tempdir().expect("a"),
+        tempfile::tempdir().expect("b"),
+    );
+    // Container A runs, then dies with kill -9: no eviction, nothing deferred.
+    let town = container_a_runs(&server, "e2e-boot-crash", root_a.path());
+
+    let options = BootOptions {
+        container_id: town::new_container_id(),
+        root: root_b.path().to_owned(),
+        progress: false,
+    };
+    let report = boot(&client(&server), town.name, &options, &mut |_| {}).expect("boot");
+
+    assert!(report.complete(), "{report:?}");
+    assert!(!report.cleared_drain && !report.draining);
+    assert!(
+        report.pending_dispatches.is_empty(),
+        "no drain, nothing deferred"
+    );
+    assert_eq!(
+        requested_agents(&report),
+        ["mayor", "polecat-1", "polecat-2", "refinery"]
+    );
+    let dispatches = report.dispatches();
+    let mayor: &Value = &dispatches[0];
+    assert_eq!(
+        (mayor["agent_id"].as_str(), mayor["role"].as_str()),
+        (Some("mayor"), Some("mayor"))
+    );
+    assert_eq!(mayor["checkpoint"], town.checkpoint);
+    let turns: Vec<(&str, &str)> = mayor["prior_conversation"]["turns"]
+        .as_array()
+        .expect("turns")
+        .iter()
+        .map(|t| {
+            (
+                t["role"].as_str().unwrap_or(""),
+                t["content"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        turns,
+        [
+            ("user", "plan the release"),
+            ("assistant", "three polecats, one refinery")
+        ]
+    );
+    let mayor_sha = town.receipts[0].as_ref().map(|r| r.sha256.as_str());
+    assert_eq!(mayor["snapshot"]["sha256"].as_str(), mayor_sha);
+
+    // The town's log records each request.
+    let (_, log) = call(
+        &server,
+        "GET",
+        &format!("/api/towns/{}/events?after=0&limit=100", town.name),
+        None,
+    );
+    let dispatch_events = log["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["type"] == "dispatch_agent")
+        .count();
+    assert_eq!(
+        dispatch_events,
+        MEMBERS.len(),
+        "one dispatch_agent event per request"
+    );
+}
+
+/// The agents `report` requested a dispatch for, each of which came.
+#[test]
+fn one_client_boots_two_containers_in_turn_each_with_a_container_token_of_its_own() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let server = start_server(data.path());
+    let root = tempfile::tempdir().expect("root");
+    let client = client(&server);
+    let town = "e2e-rebind";
+    for container in ["c-first", "c-second"] {
+        let options = BootOptions {
+            container_id: container.to_owned(),
+            root: root.path().to_owned(),
+            progress: false,
+        };
+        boot(&client, town, &options, &mut |_| {}).expect("boot");
+        let file = token_file(root.path(), container);
+        let token = std::fs::read_to_string(&file).expect("boot wrote the token file");
+        let claims = TokenClaims::of(token.trim()).expect("a JWT");
+        assert!(claims.binds(town, container), "{claims:?}");
+    }
+    let (_, state) = call(&server, "GET", &format!("/api/towns/{town}"), None);
+    assert_eq!(state["current_container_id"], "c-second");
+}
+
+fn requested_agents(report: &BootReport) -> Vec<&str> {
+    report
+        .requested_dispatches
+        .iter()
+        .map(|a| {
+            assert!(
+                matches!(a.result, DispatchRequest::Dispatched(_)),
+                "{}: {:?}",
+                a.agent.agent_id,
+                a.result
+            );
+            a.agent.agent_id.as_str()
+        })
+        .collect()
 }
 
 /// kilo.db files under a root.

@@ -24,8 +24,8 @@
 //! [`Reply`]), token minting ([`tokens`]: admin, town, container,
 //! read-only, expired, unknown-key and forged tokens), an agent's
 //! event log ([`AgentLog`]), error-shape assertions ([`assert_error`]), raw
-//! HTTP for requests an HTTP library would tidy up ([`raw`]) and a
-//! Server-Sent Events reader ([`sse`]).
+//! HTTP for requests an HTTP library would tidy up ([`raw`]), a
+//! Server-Sent Events reader ([`sse`]) and a seeded HTTP fuzz ([`fuzz`]).
 #![allow(
     clippy::expect_used,
     reason = "a conformance helper fails loudly, naming what broke"
@@ -36,6 +36,7 @@
 )]
 
 mod agent_log;
+pub mod fuzz;
 pub mod matrix;
 pub mod raw;
 pub mod snapshot;

@@ -2,9 +2,10 @@
 //!
 //! For requests an HTTP library would tidy up or refuse to send: a path with a
 //! literal `..` segment, or a body the server refuses from its
-//! `Content-Length` while the client is still writing it. The body is written
-//! on its own thread while the response is read, so an early answer is never
-//! lost to a write error.
+//! `Content-Length` while the client is still writing it, or anything the
+//! fuzz sends ([`try_request`] reports a broken exchange instead of
+//! panicking). The body is written on its own thread while the response is
+//! read, so an early answer is never lost to a write error.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -56,12 +57,34 @@ pub fn request_framed(
     framing: Framing,
     body: Vec<u8>,
 ) -> Reply {
+    try_request(
+        method,
+        path,
+        headers,
+        framing,
+        body,
+        Duration::from_secs(60),
+    )
+    .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+/// Like [`request_framed`], but a connection that breaks off, stays silent
+/// for `timeout` or answers something that is not HTTP comes back as an
+/// error saying which, instead of a panic. A `text/event-stream` answer is
+/// complete once its head has arrived (the stream itself never ends).
+pub fn try_request(
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    framing: Framing,
+    body: Vec<u8>,
+    timeout: Duration,
+) -> Result<Reply, String> {
     let (host, prefix) = authority();
-    let mut stream =
-        TcpStream::connect(&host).unwrap_or_else(|e| panic!("connecting to {host}: {e}"));
+    let mut stream = TcpStream::connect(&host).map_err(|e| format!("connecting to {host}: {e}"))?;
     stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("a read timeout can be set");
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| format!("setting a read timeout: {e}"))?;
     let mut head =
         format!("{method} {prefix}{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     let body = match framing {
@@ -82,7 +105,9 @@ pub fn request_framed(
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
-    let mut writer = stream.try_clone().expect("a TCP stream can be cloned");
+    let mut writer = stream
+        .try_clone()
+        .map_err(|e| format!("cloning the TCP stream: {e}"))?;
     let sender = std::thread::spawn(move || {
         // The server may answer and close before reading everything; a
         // failed write is then expected and the answer is what counts.
@@ -90,27 +115,39 @@ pub fn request_framed(
         let _ = writer.write_all(&body);
         let _ = writer.flush();
     });
+    let received = read_response(&mut stream, method == "HEAD");
+    // Unblocks the sender when the server stopped reading the body.
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    drop(stream);
+    let _ = sender.join();
+    let received = received?;
+    parse(&received).ok_or_else(|| {
+        format!(
+            "unparseable response {:?}",
+            String::from_utf8_lossy(&received)
+        )
+    })
+}
+
+/// Reads until the response is complete or the server closes; an error
+/// when nothing at all came back.
+fn read_response(stream: &mut TcpStream, head_only: bool) -> Result<Vec<u8>, String> {
     let mut received = Vec::new();
     let mut chunk = [0_u8; 64 * 1024];
     loop {
         match stream.read(&mut chunk) {
-            Ok(0) => break,
+            Ok(0) if received.is_empty() => {
+                return Err("the connection closed without a response".to_owned());
+            }
+            Ok(0) => return Ok(received),
             Ok(n) => received.extend_from_slice(&chunk[..n]),
-            Err(e) if received.is_empty() => panic!("{method} {path}: no response ({e})"),
-            Err(_) => break,
+            Err(e) if received.is_empty() => return Err(format!("no response ({e})")),
+            Err(_) => return Ok(received),
         }
-        if complete(&received) {
-            break;
+        if complete(&received, head_only) {
+            return Ok(received);
         }
     }
-    drop(stream);
-    let _ = sender.join();
-    parse(&received).unwrap_or_else(|| {
-        panic!(
-            "{method} {path}: unparseable response {:?}",
-            String::from_utf8_lossy(&received)
-        )
-    })
 }
 
 /// `body` in chunks of 64 KiB, then the last chunk.
@@ -125,16 +162,29 @@ fn chunk(body: &[u8]) -> Vec<u8> {
     framed
 }
 
-/// True once `received` holds a whole response with a `Content-Length` body.
-fn complete(received: &[u8]) -> bool {
+/// True once `received` holds a whole response: its head when no body
+/// follows (an answer to `HEAD`, a 204 or 304) or the body is an endless
+/// event stream, else a body of its `Content-Length` or a last chunk.
+fn complete(received: &[u8], head_only: bool) -> bool {
     let Some(end) = find(received, b"\r\n\r\n") else {
         return false;
     };
     let head = String::from_utf8_lossy(&received[..end]).to_ascii_lowercase();
+    let status = head.split(' ').nth(1).unwrap_or_default();
+    if head_only
+        || matches!(status, "204" | "304")
+        || head.contains("content-type: text/event-stream")
+    {
+        return true;
+    }
+    let body = &received[end + 4..];
+    if head.contains("transfer-encoding: chunked") {
+        return dechunk(body).is_some();
+    }
     head.lines()
         .find_map(|l| l.strip_prefix("content-length:"))
         .and_then(|v| v.trim().parse::<usize>().ok())
-        .is_some_and(|len| received.len() >= end + 4 + len)
+        .is_some_and(|len| body.len() >= len)
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -154,10 +204,14 @@ fn parse(received: &[u8]) -> Option<Reply> {
     let chunked = headers
         .iter()
         .any(|(n, v)| n == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked"));
-    let body = if chunked {
-        dechunk(rest)?
-    } else {
-        rest.to_vec()
+    let stream = headers
+        .iter()
+        .any(|(n, v)| n == "content-type" && v.starts_with("text/event-stream"));
+    let body = match (chunked, stream) {
+        // An event stream's start, still open: its bytes as they came.
+        (true, true) => dechunk(rest).unwrap_or_else(|| rest.to_vec()),
+        (true, false) => dechunk(rest)?,
+        (false, _) => rest.to_vec(),
     };
     Some(Reply {
         status,

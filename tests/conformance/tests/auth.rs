@@ -72,6 +72,19 @@ fn a_token_that_is_not_a_bearer_token_is_unauthorized() {
 }
 
 #[test]
+fn the_bearer_scheme_is_accepted_in_any_case() {
+    let log = AgentLog::fresh("scheme-case");
+    for scheme in ["bearer", "BEARER"] {
+        let reply = call("POST", &log.path("/events"))
+            .authorization(&format!("{scheme} {}", admin_token()))
+            .json(&json!({"events": [{"type": "x"}]}))
+            .send();
+        reply.ok();
+    }
+    assert_eq!(log.state().last_seq, 2);
+}
+
+#[test]
 fn a_token_minted_with_another_secret_is_unauthorized() {
     let log = AgentLog::fresh("foreign-token");
     log.append(json!([{"type": "seed"}]));

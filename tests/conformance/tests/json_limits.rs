@@ -1,5 +1,6 @@
 //! JSON from outside must be readable back: a number outside a 64-bit
-//! float's range (`1e999`) or nesting deeper than 64 levels is refused with
+//! float's range (`1e999`), nesting deeper than 64 levels or a string
+//! escape of a lone UTF-16 surrogate (`"\ud800"`) is refused with
 //! 400 `invalid_request` naming where it is, in every field that stores a
 //! JSON value (event data, checkpoint, memory, agent and session metadata,
 //! an import manifest), and nothing changes. Before this rule such values
@@ -68,6 +69,18 @@ fn out_of_range_numbers_and_deep_nesting_are_refused_in_every_stored_document() 
         ("PUT", "/memory/k", "1e999".into(), "1e999"),
         (
             "PUT",
+            "/memory/k",
+            r#"{"note":"half of \ud83d an emoji"}"#.into(),
+            ".note",
+        ),
+        (
+            "POST",
+            "/events",
+            r#"{"events":[{"type":"a","data":{"text":"\udc00"}}]}"#.into(),
+            "surrogate",
+        ),
+        (
+            "PUT",
             "",
             r#"{"role":"polecat","metadata":{"x":1e999}}"#.into(),
             ".metadata.x",
@@ -82,7 +95,7 @@ fn out_of_range_numbers_and_deep_nesting_are_refused_in_every_stored_document() 
             "PUT",
             "/import",
             r#"{"events":[{"seq":1,"type":"a","data":1e999}]}"#.into(),
-            ".events[0].data",
+            "events[0].data",
         ),
     ];
     for (method, suffix, body, place) in &cases {

@@ -7,6 +7,12 @@
 //!   (database, config, temp) under a folder the caller picks, configured
 //!   for the fake model and nothing else; typed calls to its HTTP API
 //!   ([`KiloApi`]) and a reader of its `GET /event` stream ([`EventStream`]).
+//! - [`story`]: the SPEC's "same story with a real agent" against a running
+//!   stasis, with the real `stasis-client` binary: container A (kilo serve
+//!   and the sidecar) SIGKILLed mid-reply, container B booted on an empty
+//!   folder, and every check of the recovery. `tests/real_agent.rs` and the
+//!   `real-agent-demo` binary play it; `real-agent-outage` counts what a
+//!   stasis outage during a kilo conversation does to its events.
 //! - `record-fixtures` (the binary) drives scripted conversations through
 //!   both and writes kilo's raw event streams and its own view of the
 //!   messages, for the conversation rebuild's fixture tests.
@@ -32,6 +38,7 @@
 
 mod fake_model;
 mod kilo;
+pub mod story;
 
 pub use fake_model::{ChatMessage, FakeModel, MODEL_ID, ModelRequest, Reply, Script};
 pub use kilo::{

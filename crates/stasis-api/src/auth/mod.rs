@@ -67,7 +67,7 @@ pub fn authenticate(keys: &KeyRing, headers: &HeaderMap, now_ms: i64) -> Result<
     let text = value
         .to_str()
         .ok()
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(bearer_token)
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .ok_or_else(|| {
@@ -81,6 +81,13 @@ pub fn authenticate(keys: &KeyRing, headers: &HeaderMap, now_ms: i64) -> Result<
         grant: token.grant.clone(),
         token: Some(token),
     })
+}
+
+/// The token of `Bearer <token>`; the scheme's name is case-insensitive
+/// (RFC 9110, section 11.1), so `bearer <token>` is one too.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(token)
 }
 
 /// The 401 for `rejection`: code `unauthorized`, its `reason`, and the
@@ -105,4 +112,19 @@ pub fn unauthorized(rejection: Rejection) -> ApiError {
 /// A 403 `forbidden` with its `reason`.
 pub fn forbidden(reason: &str, message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::FORBIDDEN, "forbidden", message).with("reason", reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        for header in ["Bearer t", "bearer t", "BEARER t"] {
+            assert_eq!(bearer_token(header), Some("t"), "{header}");
+        }
+        for header in ["Bearer", "Basic t", "Bearert", "Bear t"] {
+            assert_eq!(bearer_token(header), None, "{header}");
+        }
+    }
 }

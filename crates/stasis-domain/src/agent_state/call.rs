@@ -1,9 +1,10 @@
 //! The agent-state calls as data, and the one function that runs them.
 
 use super::{
-    AgentRecord, AgentSummary, Checkpoint, CheckpointStored, DestroyOutcome, ImportOutcome,
-    Manifest, MemoryEntry, SessionDeleted, SessionRecord, checkpoint, import, manifest, memory,
-    record, sessions,
+    AgentRecord, AgentSummary, Checkpoint, CheckpointStored, DestroyOutcome, ExportHead,
+    ExportPage, ManifestMemory, ManifestSession, MemoryEntry, SessionDeleted, SessionRecord,
+    checkpoint, export, memory, record, sessions,
+    staging::{self, ImportCall, ImportReply},
 };
 use crate::{DomainError, agent::ObjectEnv, sql::SqlStore};
 use serde::{Deserialize, Serialize};
@@ -84,11 +85,23 @@ pub enum StateCall {
         /// 1 to 1,000; 100 when omitted.
         limit: Option<u32>,
     },
-    /// Everything as a manifest. Answers [`StateReply::Manifest`].
-    Export,
-    /// Replace everything with the manifest. Answers
-    /// [`StateReply::Imported`].
-    Import(Manifest),
+    /// What an export writes first: record, checkpoint, the newest seq.
+    /// Answers [`StateReply::ExportHead`].
+    ExportHead,
+    /// A page of sessions by id, after `after`. Answers
+    /// [`StateReply::SessionPage`].
+    ExportSessions {
+        /// The last id of the previous page.
+        after: Option<String>,
+    },
+    /// A page of memory by key, after `after`. Answers
+    /// [`StateReply::MemoryPage`].
+    ExportMemory {
+        /// The last key of the previous page.
+        after: Option<String>,
+    },
+    /// A step of an import. Answers [`StateReply::Import`].
+    Import(ImportCall),
 }
 
 /// The answer to a [`StateCall`].
@@ -117,10 +130,14 @@ pub enum StateReply {
     Memory(MemoryEntry),
     /// The entries `ListMemory` selected, sorted by key.
     MemoryList(Vec<MemoryEntry>),
-    /// Everything the agent has (snapshot left for the caller).
-    Manifest(Manifest),
-    /// What `Import` wrote, and the snapshot for the caller to store.
-    Imported(ImportOutcome),
+    /// What an export writes first.
+    ExportHead(ExportHead),
+    /// A page of sessions.
+    SessionPage(ExportPage<ManifestSession>),
+    /// A page of memory.
+    MemoryPage(ExportPage<ManifestMemory>),
+    /// The answer to an import step.
+    Import(ImportReply),
 }
 
 /// Runs one call against the agent's store. The caller wraps it in one
@@ -181,8 +198,14 @@ pub fn execute(
             query.as_deref(),
             *limit,
         )?),
-        StateCall::Export => StateReply::Manifest(manifest::export(store)?),
-        StateCall::Import(manifest) => StateReply::Imported(import::import(store, manifest, env)?),
+        StateCall::ExportHead => StateReply::ExportHead(export::head(store)?),
+        StateCall::ExportSessions { after } => {
+            StateReply::SessionPage(export::sessions_page(store, after.as_deref())?)
+        }
+        StateCall::ExportMemory { after } => {
+            StateReply::MemoryPage(export::memory_page(store, after.as_deref())?)
+        }
+        StateCall::Import(call) => StateReply::Import(staging::execute(store, call, env)?),
     })
 }
 
@@ -196,6 +219,8 @@ pub fn is_write(call: &StateCall) -> bool {
             | StateCall::GetCheckpoint
             | StateCall::GetMemory { .. }
             | StateCall::ListMemory { .. }
-            | StateCall::Export
+            | StateCall::ExportHead
+            | StateCall::ExportSessions { .. }
+            | StateCall::ExportMemory { .. }
     )
 }

@@ -1,4 +1,4 @@
-//! The manifest: everything an agent has, as one document, and its export.
+//! The manifest: everything an agent has, as one document.
 //!
 //! Documents (`data`, `metadata`, `checkpoint`, `value`) are JSON text here,
 //! written into the serialised manifest as the JSON values they are and read
@@ -6,11 +6,6 @@
 //! default, so `{}` is a manifest (the empty agent); unknown fields are
 //! refused at every level, so a misspelt field cannot silently reset state.
 
-use super::{checkpoint, memory, record, sessions};
-use crate::{
-    DomainError,
-    sql::{Row, RowExt, SqlStore, SqlValue},
-};
 use serde::{Deserialize, Serialize};
 
 /// The format this crate writes and reads.
@@ -24,7 +19,7 @@ pub struct Manifest {
     pub format: Option<String>,
     /// The agent's record; `None` when not registered.
     pub agent: Option<ManifestAgent>,
-    /// Sessions, oldest first.
+    /// Sessions, by id.
     pub sessions: Vec<ManifestSession>,
     /// Every stored event, in seq order.
     pub events: Vec<ManifestEvent>,
@@ -33,8 +28,8 @@ pub struct Manifest {
     pub checkpoint: Option<String>,
     /// Memory entries, sorted by key.
     pub memory: Vec<ManifestMemory>,
-    /// The db-snapshot. Export leaves it `None` for the snapshot rules to
-    /// fill; import validates it and hands it back without storing it.
+    /// The db-snapshot. The runtimes write and read it through the
+    /// snapshot rules (KV above the inline limit), apart from the rest.
     pub snapshot: Option<ManifestSnapshot>,
 }
 
@@ -137,72 +132,4 @@ fn null_text() -> String {
 
 fn running() -> String {
     "running".to_owned()
-}
-
-/// Reads everything the agent has into a manifest (snapshot left `None`):
-/// every stored event in seq order, sessions oldest first, memory by key.
-pub fn export(store: &impl SqlStore) -> Result<Manifest, DomainError> {
-    let agent =
-        record::role_and_metadata(store)?.map(|(role, metadata)| ManifestAgent { role, metadata });
-    let sessions = sessions::list(store)?
-        .into_iter()
-        .map(|s| ManifestSession {
-            session_id: s.session_id,
-            status: s.status,
-            metadata: s.metadata,
-            first_seq: s.first_seq,
-            last_seq: s.last_seq,
-            event_count: s.event_count,
-            created_at: Some(s.created_at),
-            updated_at: Some(s.updated_at),
-        })
-        .collect();
-    let memory = memory::all(store)?
-        .into_iter()
-        .map(|m| ManifestMemory {
-            key: m.key,
-            value: m.value,
-            updated_at: Some(m.updated_at),
-        })
-        .collect();
-    Ok(Manifest {
-        format: Some(MANIFEST_FORMAT.to_owned()),
-        agent,
-        sessions,
-        events: all_events(store)?,
-        checkpoint: checkpoint::load(store)?.map(|c| c.document),
-        memory,
-        snapshot: None,
-    })
-}
-
-fn all_events(store: &impl SqlStore) -> Result<Vec<ManifestEvent>, DomainError> {
-    let rows = store.execute(
-        "SELECT seq, type, session_id, data, created_at FROM events ORDER BY seq",
-        Vec::new(),
-    )?;
-    rows.into_iter()
-        .map(|mut row| {
-            Ok(ManifestEvent {
-                seq: row.uint(0)?,
-                event_type: row.text(1)?.to_owned(),
-                session_id: row.opt_text(2)?.map(str::to_owned),
-                // Moved, not copied: up to 10,000 payloads of 1 MiB.
-                data: take_text(&mut row, 3)?,
-                created_at: Some(row.int(4)?),
-            })
-        })
-        .collect()
-}
-
-fn take_text(row: &mut Row, index: usize) -> Result<String, DomainError> {
-    match row
-        .get_mut(index)
-        .map(|v| std::mem::replace(v, SqlValue::Null))
-    {
-        Some(SqlValue::Text(text)) => Ok(text),
-        other => Err(DomainError::Storage(format!(
-            "column {index}: wanted text, got {other:?}"
-        ))),
-    }
 }

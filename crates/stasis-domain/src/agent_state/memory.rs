@@ -121,18 +121,6 @@ pub fn list(
     store.execute(&sql, params)?.iter().map(from_row).collect()
 }
 
-/// Every entry, sorted by key (export).
-pub(super) fn all(store: &impl SqlStore) -> Result<Vec<MemoryEntry>, DomainError> {
-    store
-        .execute(
-            "SELECT key, value, updated_at FROM memory ORDER BY key",
-            Vec::new(),
-        )?
-        .iter()
-        .map(from_row)
-        .collect()
-}
-
 /// The key range `[prefix, upper)` holding exactly the keys that start with
 /// `prefix`, so the primary key index answers it (LIKE would read `_` and
 /// `%` as wildcards, and both `_` and `.` occur in ids). `None` when no key

@@ -1,6 +1,6 @@
 //! An agent object's state beside its event log: the agent's record, its
 //! sessions, its checkpoint, its key-value memory, and export / import of
-//! all of it as one manifest.
+//! all of it as one manifest (exported in pages, imported in stages).
 //!
 //! Everything lives in the agent's one SQL database, next to the event
 //! log's tables (`event_log::migrate` creates those; [`migrate`] creates
@@ -18,14 +18,15 @@
 //!   resets the log to `0/0/0`: a destroyed agent is gone, and the next
 //!   append gets seq 1 again. Producer stamps are forgotten with it.
 //!
-//! Snapshots are not handled here: [`DestroyAgent`](StateCall::DestroyAgent)
-//! leaves the snapshot tables alone, export leaves `snapshot` empty, and
-//! import hands the validated snapshot back in its reply for the snapshot
-//! rules to store.
+//! Snapshots are mostly not handled here: [`DestroyAgent`](StateCall::DestroyAgent)
+//! leaves the snapshot tables alone and export leaves `snapshot` to the
+//! snapshot rules; an import's commit switches to the snapshot the runtime
+//! staged for it ([`crate::snapshot::staged`]).
 
 mod call;
 mod checkpoint;
 mod checks;
+mod export;
 mod import;
 mod manifest;
 mod memory;
@@ -33,10 +34,12 @@ mod raw_json;
 mod record;
 mod schema;
 mod sessions;
+pub mod staging;
 
 pub use call::{StateCall, StateReply, execute, is_write};
 pub use checkpoint::{Checkpoint, CheckpointStored};
-pub use import::{ImportOutcome, ImportSummary, validate as validate_manifest};
+pub use export::{EXPORT_PAGE_BYTES, EXPORT_PAGE_ROWS, ExportHead, ExportPage};
+pub use import::{ImportSummary, check_format, check_snapshot_header, import_manifest};
 pub use manifest::{
     MANIFEST_FORMAT, Manifest, ManifestAgent, ManifestEvent, ManifestMemory, ManifestSession,
     ManifestSnapshot,
@@ -45,6 +48,7 @@ pub use memory::{DEFAULT_MEMORY_LIST_LIMIT, MAX_MEMORY_LIST_LIMIT, MemoryEntry};
 pub use record::{AgentRecord, AgentSummary, DestroyOutcome, MAX_ROLE_BYTES};
 pub use schema::migrate;
 pub use sessions::{SESSION_STATUSES, SessionDeleted, SessionRecord};
+pub use staging::{ImportBatch, ImportCall, ImportChecked, ImportProgress, ImportReply};
 
 /// The largest checkpoint, memory value or metadata document, in bytes of
 /// its JSON text.
@@ -58,7 +62,7 @@ pub const MAX_MANIFEST_SNAPSHOT_BYTES: u64 = 26_214_400;
 /// without a call (e.g. the dispatch reading the checkpoint).
 pub mod read {
     pub use super::checkpoint::load as checkpoint;
-    pub use super::manifest::export;
+    pub use super::export::{head as export_head, whole as export};
     pub use super::memory::find as memory;
     pub use super::record::summary as agent;
     pub use super::sessions::{find as session, list as sessions};

@@ -171,6 +171,8 @@ pub fn destroy(store: &impl SqlStore) -> Result<DestroyOutcome, DomainError> {
         None => (false, false),
     };
     wipe(store)?;
+    // An import in progress would otherwise bring the agent back.
+    super::staging::clear(store)?;
     Ok(DestroyOutcome {
         existed: registered || had_state,
         registered,

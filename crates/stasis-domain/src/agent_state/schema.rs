@@ -20,14 +20,14 @@ const STATEMENTS: &[&str] = &[
         document TEXT NOT NULL,
         updated_at INTEGER NOT NULL
     )",
-    // Values reach 1 MiB, so a rowid table (not WITHOUT ROWID) keeps the key
-    // index small.
-    "CREATE TABLE IF NOT EXISTS memory (
-        key TEXT PRIMARY KEY,
-        value TEXT NOT NULL,
-        updated_at INTEGER NOT NULL
-    )",
 ];
+
+/// The columns of `memory` (and of the import's staging copy). Values reach
+/// 1 MiB, so a rowid table (not WITHOUT ROWID) keeps the key index small.
+pub(super) const MEMORY_COLUMNS: &str = "
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    updated_at INTEGER NOT NULL";
 
 /// Creates the agent record, checkpoint and memory tables if missing.
 /// Run `event_log::migrate` too: sessions and the log live there.
@@ -35,5 +35,9 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
     for statement in STATEMENTS {
         store.run(statement, Vec::new())?;
     }
-    Ok(())
+    store.run(
+        &format!("CREATE TABLE IF NOT EXISTS memory ({MEMORY_COLUMNS})"),
+        Vec::new(),
+    )?;
+    super::staging::migrate(store)
 }

@@ -140,24 +140,6 @@ pub fn delete(store: &impl SqlStore, session_id: &str) -> Result<SessionDeleted,
     })
 }
 
-/// Stores a session row as given (import; the caller validated it).
-pub(super) fn insert(store: &impl SqlStore, session: &SessionRecord) -> Result<(), DomainError> {
-    store.run(
-        &format!("INSERT INTO sessions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
-        params![
-            session.session_id.as_str(),
-            session.status.as_str(),
-            session.metadata.as_str(),
-            session.first_seq,
-            session.last_seq,
-            session.event_count,
-            session.created_at,
-            session.updated_at
-        ],
-    )?;
-    Ok(())
-}
-
 fn from_row(row: &Row) -> Result<SessionRecord, DomainError> {
     Ok(SessionRecord {
         session_id: row.text(0)?.to_owned(),

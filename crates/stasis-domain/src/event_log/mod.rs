@@ -13,7 +13,7 @@ mod append;
 mod producers;
 mod read;
 mod retention;
-mod schema;
+pub(crate) mod schema;
 
 pub use append::append;
 pub use read::{of_types, read, sessions, state};

@@ -39,32 +39,30 @@ pub fn read(store: &impl SqlStore, query: &ReadQuery) -> Result<ReadPage, Domain
         });
     }
 
-    let mut sql =
-        String::from("SELECT seq, type, session_id, data, created_at FROM events WHERE seq > ?1");
+    let mut filter = String::from("seq > ?1");
     let mut params: Vec<SqlValue> = params![query.after];
     if let Some(session) = &query.session_id {
         params.push(session.as_str().into());
-        sql.push_str(&format!(" AND session_id = ?{}", params.len()));
+        filter.push_str(&format!(" AND session_id = ?{}", params.len()));
     }
     if let Some(event_type) = &query.event_type {
         params.push(event_type.as_str().into());
-        sql.push_str(&format!(" AND type = ?{}", params.len()));
+        filter.push_str(&format!(" AND type = ?{}", params.len()));
     }
-    params.push((query.limit + 1).into());
-    sql.push_str(&format!(" ORDER BY seq LIMIT ?{}", params.len()));
-
-    let rows = store.execute(&sql, params)?;
-    let mut has_more = rows.len() > query.limit as usize;
-    let mut events = Vec::with_capacity(rows.len().min(query.limit as usize));
-    let mut bytes = 0u64;
-    for row in rows.into_iter().take(query.limit as usize) {
-        let event = event_from_row(row)?;
-        bytes += u64::try_from(event.data.len()).unwrap_or(u64::MAX);
-        if bytes > limits::MAX_READ_BYTES && !events.is_empty() {
-            has_more = true;
-            break;
+    let (through, has_more) = page_bounds(store, &filter, params.clone(), query.limit)?;
+    let mut events = Vec::new();
+    if let Some(through) = through {
+        params.push(through.into());
+        let sql = format!(
+            "SELECT seq, type, session_id, data, created_at FROM events
+             WHERE {filter} AND seq <= ?{} ORDER BY seq",
+            params.len()
+        );
+        let rows = store.execute(&sql, params)?;
+        events.reserve(rows.len());
+        for row in rows {
+            events.push(event_from_row(row)?);
         }
-        events.push(event);
     }
     let next_after = match (has_more, events.last()) {
         (true, Some(last)) => last.seq,
@@ -77,6 +75,38 @@ pub fn read(store: &impl SqlStore, query: &ReadQuery) -> Result<ReadPage, Domain
         first_seq: state.first_seq,
         last_seq: state.last_seq,
     })
+}
+
+/// The last seq of the page (`None` for an empty one) and whether more
+/// match: at most `limit` events and [`limits::MAX_READ_BYTES`] of data
+/// (at least one event). Sizes come first, from the rows' headers
+/// (`octet_length` does not load a text's content), so that no more than a
+/// page of data is ever loaded, however large the events.
+fn page_bounds(
+    store: &impl SqlStore,
+    filter: &str,
+    mut params: Vec<SqlValue>,
+    limit: u32,
+) -> Result<(Option<u64>, bool), DomainError> {
+    params.push((limit + 1).into());
+    let sizes = store.execute(
+        &format!(
+            "SELECT seq, octet_length(data) FROM events WHERE {filter} ORDER BY seq LIMIT ?{}",
+            params.len()
+        ),
+        params,
+    )?;
+    let mut through = None;
+    let mut bytes = 0u64;
+    for (taken, row) in sizes.iter().enumerate() {
+        bytes = bytes.saturating_add(row.uint(1)?);
+        let full = taken == limit as usize || (bytes > limits::MAX_READ_BYTES && taken > 0);
+        if full {
+            return Ok((through, true));
+        }
+        through = Some(row.uint(0)?);
+    }
+    Ok((through, false))
 }
 
 fn event_from_row(row: Row) -> Result<Event, DomainError> {

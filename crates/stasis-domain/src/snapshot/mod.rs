@@ -20,6 +20,7 @@ mod digest;
 mod rules;
 pub mod saga;
 mod schema;
+pub mod staged;
 mod wire_bytes;
 
 pub use call::{Committed, Located, Reserved, SnapshotCall, SnapshotReply, execute, is_write};
@@ -121,6 +122,26 @@ pub struct PutRequest {
     pub inline_limit: u64,
     /// KV keys of this agent start with this (`<town>/<rig>/<agent>/`).
     pub key_prefix: String,
+}
+
+/// A snapshot whose bytes are stored (in KV, or carried inline) under a
+/// reserved version that no metadata names yet: an import's, waiting for
+/// the import's commit to switch to it ([`staged`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StagedSnapshot {
+    /// The reserved version.
+    pub version: u64,
+    /// Lowercase hex sha256 of the bytes, as hashed when they were stored.
+    pub sha256: String,
+    /// Bytes.
+    pub size: u64,
+    /// The last seq the snapshot reflects.
+    pub event_watermark: u64,
+    /// Its KV key, for a snapshot above the inline limit.
+    pub kv_key: Option<String>,
+    /// Its bytes, for an inline snapshot.
+    #[serde(with = "wire_bytes", default)]
+    pub inline: Option<Vec<u8>>,
 }
 
 /// The KV key prefix of an agent's snapshots (the bucket holds nothing else).

@@ -225,6 +225,7 @@ pub fn keys_in_use(store: &impl SqlStore, now_ms: i64) -> Result<Vec<String>, Do
     for row in store.execute("SELECT kv_key FROM snapshot_pending", Vec::new())? {
         keys.push(row.text(0)?.to_owned());
     }
+    keys.extend(super::staged::key(store)?);
     Ok(keys)
 }
 
@@ -239,7 +240,13 @@ pub fn wipe(store: &impl SqlStore) -> Result<Vec<String>, DomainError> {
     for row in store.execute("SELECT kv_key FROM snapshot_pending", Vec::new())? {
         keys.push(row.text(0)?.to_owned());
     }
-    for table in ["snapshot_meta", "snapshot_inline", "snapshot_pending"] {
+    keys.extend(super::staged::key(store)?);
+    for table in [
+        "snapshot_meta",
+        "snapshot_inline",
+        "snapshot_pending",
+        "snapshot_staged",
+    ] {
         store.run(&format!("DELETE FROM {table}"), Vec::new())?;
     }
     Ok(keys)

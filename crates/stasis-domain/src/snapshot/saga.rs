@@ -7,8 +7,8 @@
 //! crash leaves at worst an orphaned key, which [`sweep`] removes.
 
 use super::{
-    Located, PutRequest, Reserved, SnapshotCall, SnapshotMeta, SnapshotReply, digest,
-    is_sha256_hex, rules,
+    Located, PutRequest, Reserved, SnapshotCall, SnapshotMeta, SnapshotReply, StagedSnapshot,
+    digest, is_sha256_hex, rules,
 };
 use crate::{DomainError, Refusal, agent::ObjectEnv, sql::SqlStore};
 use std::future::Future;
@@ -54,6 +54,9 @@ pub trait BlobStore {
 /// answers it with the code of the same name.
 pub const CORRUPT: &str = "snapshot_corrupt";
 
+/// The code of a body that does not hash to the sha256 its sender gave.
+pub const SHA256_MISMATCH: &str = "sha256_mismatch";
+
 /// The seconds a client is told to wait when a key is still propagating.
 pub const PROPAGATING_RETRY_AFTER_S: u64 = 2;
 
@@ -65,6 +68,74 @@ pub async fn put(
     request: &PutRequest,
     body: &[u8],
 ) -> Result<SnapshotMeta, DomainError> {
+    let written = write(object, blobs, request, body).await?;
+    let committed = object
+        .call(SnapshotCall::Commit {
+            version: written.reserved.version,
+            sha256: written.sha256,
+            size: written.size,
+            precondition: request.precondition.clone(),
+            event_watermark: request.event_watermark,
+            inline: written.reserved.kv_key.is_none().then(|| body.to_vec()),
+            kv_key: written.reserved.kv_key.clone(),
+        })
+        .await;
+    let committed = match committed {
+        Ok(SnapshotReply::Committed(committed)) => committed,
+        Ok(other) => return Err(unexpected(&other)),
+        Err(err) => {
+            abandon(object, blobs, &written.reserved).await;
+            return Err(err);
+        }
+    };
+    if let Some(old) = &committed.superseded_key {
+        // A failure here leaves an orphan for the sweep, nothing worse.
+        let _ = blobs.delete(old).await;
+    }
+    // Keys orphaned by an earlier crash go with the next put; the put itself
+    // has succeeded whatever the sweep meets.
+    let _ = sweep(object, blobs, &request.key_prefix).await;
+    Ok(committed.meta)
+}
+
+/// Stores a snapshot's bytes under a new version without switching the
+/// metadata to it: an import stages its snapshot this way, and its commit
+/// makes it current ([`super::staged`]). The reservation keeps the KV key
+/// from sweeps until the import records it; `request.event_watermark` is
+/// the watermark to give it (0 when absent).
+pub async fn stage(
+    object: &impl SnapshotObject,
+    blobs: &impl BlobStore,
+    request: &PutRequest,
+    body: &[u8],
+) -> Result<StagedSnapshot, DomainError> {
+    let written = write(object, blobs, request, body).await?;
+    Ok(StagedSnapshot {
+        version: written.reserved.version,
+        sha256: written.sha256,
+        size: written.size,
+        event_watermark: request.event_watermark.unwrap_or(0),
+        inline: written.reserved.kv_key.is_none().then(|| body.to_vec()),
+        kv_key: written.reserved.kv_key,
+    })
+}
+
+/// Bytes stored under a reserved version.
+struct Written {
+    reserved: Reserved,
+    sha256: String,
+    size: u64,
+}
+
+/// The first half of a put: size and hash checks, a reserved version
+/// (checking `If-Match`), and the KV write of a snapshot above the inline
+/// limit.
+async fn write(
+    object: &impl SnapshotObject,
+    blobs: &impl BlobStore,
+    request: &PutRequest,
+    body: &[u8],
+) -> Result<Written, DomainError> {
     let size = u64::try_from(body.len()).unwrap_or(u64::MAX);
     rules::check_size(size)?;
     let sha256 = blobs.sha256_hex(body).await;
@@ -77,7 +148,7 @@ pub async fn put(
         }
         if !expected.eq_ignore_ascii_case(&sha256) {
             return Err(DomainError::invalid(
-                "sha256_mismatch",
+                SHA256_MISMATCH,
                 format!("the body hashes to {sha256}, not to the X-Stasis-Sha256 {expected}"),
             ));
         }
@@ -102,42 +173,24 @@ pub async fn put(
             .await;
         return Err(err);
     }
-    let committed = object
-        .call(SnapshotCall::Commit {
-            version: reserved.version,
-            sha256,
-            size,
-            precondition: request.precondition.clone(),
-            event_watermark: request.event_watermark,
-            inline: reserved.kv_key.is_none().then(|| body.to_vec()),
-            kv_key: reserved.kv_key.clone(),
-        })
-        .await;
-    let committed = match committed {
-        Ok(SnapshotReply::Committed(committed)) => committed,
-        Ok(other) => return Err(unexpected(&other)),
-        Err(err) => {
-            if let Some(key) = &reserved.kv_key {
-                // The metadata never named it: drop it now (a sweep would
-                // otherwise, later).
-                let _ = blobs.delete(key).await;
-                let _ = object
-                    .call(SnapshotCall::Abandon {
-                        version: reserved.version,
-                    })
-                    .await;
-            }
-            return Err(err);
-        }
-    };
-    if let Some(old) = &committed.superseded_key {
-        // A failure here leaves an orphan for the sweep, nothing worse.
-        let _ = blobs.delete(old).await;
+    Ok(Written {
+        reserved,
+        sha256,
+        size,
+    })
+}
+
+/// Gives up a reserved version whose metadata switch failed: its KV key is
+/// dropped now (a sweep would otherwise, later) and the reservation goes.
+async fn abandon(object: &impl SnapshotObject, blobs: &impl BlobStore, reserved: &Reserved) {
+    if let Some(key) = &reserved.kv_key {
+        let _ = blobs.delete(key).await;
+        let _ = object
+            .call(SnapshotCall::Abandon {
+                version: reserved.version,
+            })
+            .await;
     }
-    // Keys orphaned by an earlier crash go with the next put; the put itself
-    // has succeeded whatever the sweep meets.
-    let _ = sweep(object, blobs, &request.key_prefix).await;
-    Ok(committed.meta)
 }
 
 /// The current snapshot's metadata, and its bytes when `with_bytes`,

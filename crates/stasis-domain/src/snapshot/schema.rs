@@ -40,5 +40,5 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), StorageError> {
     for statement in STATEMENTS {
         store.run(statement, Vec::new())?;
     }
-    Ok(())
+    store.run(super::staged::TABLE, Vec::new())
 }

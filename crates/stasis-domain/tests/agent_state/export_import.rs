@@ -44,20 +44,16 @@ fn export_holds_everything_the_agent_has() {
 fn export_then_import_into_a_fresh_agent_round_trips() {
     let original = export(&populated());
     let fresh = store();
-    let outcome =
-        execute(&fresh, &StateCall::Import(original.clone()), &env(NOW + 99)).expect("import");
+    let summary = import_manifest(&fresh, &original, &env(NOW + 99)).expect("import");
     assert_eq!(
-        outcome,
-        StateReply::Imported(ImportOutcome {
-            summary: ImportSummary {
-                events: 7,
-                sessions: 3,
-                memory: 2,
-                checkpoint: true,
-                snapshot: false
-            },
-            snapshot: None
-        })
+        summary,
+        ImportSummary {
+            events: 7,
+            sessions: 3,
+            memory: 2,
+            checkpoint: true,
+            snapshot: false
+        }
     );
     assert_eq!(export(&fresh), original);
     let state = event_log::state(&fresh).expect("state");
@@ -101,9 +97,9 @@ fn import_replaces_and_never_merges() {
 fn an_empty_manifest_resets_the_agent() {
     let store = populated();
     let manifest: Manifest = serde_json::from_str("{}").expect("{} is a manifest");
-    let outcome = import(&store, manifest).expect("import");
+    let summary = import(&store, manifest).expect("import");
     assert_eq!(
-        outcome.summary,
+        summary,
         ImportSummary {
             events: 0,
             sessions: 0,
@@ -132,11 +128,8 @@ fn import_derives_sessions_only_events_name_and_keeps_seqs() {
         }"#,
     )
     .expect("parses");
-    let outcome = execute(&store, &StateCall::Import(manifest), &env(NOW)).expect("import");
-    let StateReply::Imported(outcome) = outcome else {
-        panic!("not imported");
-    };
-    assert_eq!((outcome.summary.events, outcome.summary.sessions), (3, 2));
+    let summary = import_manifest(&store, &manifest, &env(NOW)).expect("import");
+    assert_eq!((summary.events, summary.sessions), (3, 2));
     let StateReply::Session(x) = ok(
         &store,
         StateCall::GetSession {
@@ -180,7 +173,7 @@ fn import_derives_sessions_only_events_name_and_keeps_seqs() {
 }
 
 #[test]
-fn import_hands_back_the_snapshot_without_storing_it() {
+fn a_whole_manifest_import_keeps_its_snapshot_inline() {
     let store = store();
     let snapshot = ManifestSnapshot {
         sha256: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9".into(),
@@ -188,7 +181,7 @@ fn import_hands_back_the_snapshot_without_storing_it() {
         event_watermark: 0,
         data_base64: "aGVsbG8gd29ybGQ=".into(),
     };
-    let outcome = import(
+    let summary = import(
         &store,
         Manifest {
             snapshot: Some(snapshot.clone()),
@@ -196,7 +189,14 @@ fn import_hands_back_the_snapshot_without_storing_it() {
         },
     )
     .expect("import");
-    assert!(outcome.summary.snapshot);
-    assert_eq!(outcome.snapshot, Some(snapshot));
-    assert_eq!(export(&store).snapshot, None);
+    assert!(summary.snapshot);
+    let meta = stasis_domain::snapshot::current_meta(&store)
+        .expect("reads")
+        .expect("a snapshot");
+    assert_eq!((meta.sha256, meta.size), (snapshot.sha256, 11));
+    assert_eq!(
+        export(&store).snapshot,
+        None,
+        "export leaves it to the runtime"
+    );
 }

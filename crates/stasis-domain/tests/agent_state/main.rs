@@ -15,4 +15,5 @@ mod malformed_manifests;
 mod memory;
 mod random_histories;
 mod sessions;
+mod staging;
 mod wire;

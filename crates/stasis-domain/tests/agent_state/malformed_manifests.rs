@@ -227,15 +227,11 @@ fn more_events_than_retention_keeps_are_refused() {
         now_ms: NOW,
         max_events: 2,
     };
-    let err = execute(
-        &store,
-        &StateCall::Import(Manifest {
-            events,
-            ..Manifest::default()
-        }),
-        &env,
-    )
-    .expect_err("refused");
+    let manifest = Manifest {
+        events,
+        ..Manifest::default()
+    };
+    let err = import_manifest(&store, &manifest, &env).expect_err("refused");
     assert_eq!(err.code(), "invalid_manifest");
     assert_eq!(export(&store), before);
 }

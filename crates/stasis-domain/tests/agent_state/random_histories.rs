@@ -93,10 +93,10 @@ proptest! {
         let env = ObjectEnv { now_ms: NOW + 1_000, max_events };
 
         let fresh = self::store();
-        execute(&fresh, &StateCall::Import(original.clone()), &env).expect("import fresh");
+        import_manifest(&fresh, &original, &env).expect("import fresh");
         prop_assert_eq!(&export(&fresh), &original);
 
-        execute(&store, &StateCall::Import(original.clone()), &env).expect("import over");
+        import_manifest(&store, &original, &env).expect("import over");
         prop_assert_eq!(&export(&store), &original);
 
         let state = event_log::state(&fresh).expect("state");

@@ -68,20 +68,14 @@ pub(crate) fn seqs(store: &SqliteStore, session: Option<&str>) -> Vec<u64> {
 }
 
 pub(crate) fn export(store: &SqliteStore) -> Manifest {
-    match ok(store, StateCall::Export) {
-        StateReply::Manifest(manifest) => manifest,
-        other => panic!("unexpected {other:?}"),
-    }
+    read::export(store).expect("export")
 }
 
 pub(crate) fn import(
     store: &SqliteStore,
     manifest: Manifest,
-) -> Result<ImportOutcome, DomainError> {
-    match run(store, StateCall::Import(manifest))? {
-        StateReply::Imported(outcome) => Ok(outcome),
-        other => panic!("unexpected {other:?}"),
-    }
+) -> Result<ImportSummary, DomainError> {
+    import_manifest(store, &manifest, &env(NOW))
 }
 
 pub(crate) fn put_agent(role: &str, metadata: Option<&str>) -> StateCall {

@@ -15,6 +15,7 @@ where
 #[test]
 fn every_call_and_reply_survives_json() {
     let store = populated();
+    let manifest = export(&store);
     let calls = vec![
         put_agent("mayor", Some("{}")),
         StateCall::GetAgent,
@@ -36,11 +37,37 @@ fn every_call_and_reply_survives_json() {
             limit: Some(3),
         },
         StateCall::DeleteMemory { key: "k".into() },
-        StateCall::Export,
+        StateCall::ExportHead,
+        StateCall::ExportSessions { after: None },
+        StateCall::ExportMemory {
+            after: Some("a".into()),
+        },
         StateCall::DeleteSession {
             session_id: "s1".into(),
         },
-        StateCall::Import(export(&store)),
+        StateCall::Import(ImportCall::Begin {
+            import_id: Some("copy-1".into()),
+        }),
+        StateCall::Import(ImportCall::Resume {
+            import_id: "copy-1".into(),
+            part: 1,
+        }),
+        StateCall::Import(ImportCall::Stage {
+            ticket: 1,
+            batch: ImportBatch::Events(manifest.events.clone()),
+        }),
+        StateCall::Import(ImportCall::Stage {
+            ticket: 1,
+            batch: ImportBatch::Checkpoint(manifest.checkpoint.clone()),
+        }),
+        StateCall::Import(ImportCall::Stage {
+            ticket: 1,
+            batch: ImportBatch::Agent(manifest.agent.clone()),
+        }),
+        StateCall::Import(ImportCall::EndPart { ticket: 1 }),
+        StateCall::Import(ImportCall::Check { ticket: 1 }),
+        StateCall::Import(ImportCall::Commit { ticket: 1 }),
+        StateCall::Import(ImportCall::Abort { ticket: 1 }),
         StateCall::DestroyAgent,
     ];
     for call in calls {
@@ -56,14 +83,16 @@ fn reads_are_not_writes() {
         StateCall::GetAgent,
         StateCall::ListSessions,
         StateCall::GetCheckpoint,
-        StateCall::Export,
+        StateCall::ExportHead,
+        StateCall::ExportSessions { after: None },
+        StateCall::ExportMemory { after: None },
     ];
     assert!(reads.iter().all(|c| !is_write(c)));
     let writes = [
         put_agent("r", None),
         StateCall::DestroyAgent,
         StateCall::DeleteCheckpoint,
-        StateCall::Import(Manifest::default()),
+        StateCall::Import(ImportCall::Begin { import_id: None }),
         put_memory("k", "1"),
     ];
     assert!(writes.iter().all(is_write));

@@ -121,6 +121,12 @@ impl Kilo {
         &self.url
     }
 
+    /// kilo's process group (its own pid: kilo leads it), for the processes a container runs
+    /// beside it, so that [`Kilo::kill`] takes them down too; `None` once it was stopped.
+    pub fn process_group(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// kilo's home folder.
     pub fn home(&self) -> &Path {
         &self.home
@@ -151,8 +157,9 @@ impl Kilo {
         lock(&self.output).iter().cloned().collect()
     }
 
-    /// SIGKILL to kilo's whole process group, as when its container dies:
-    /// no shutdown code runs.
+    /// SIGKILL to kilo's whole process group (with whatever joined it, see
+    /// [`Kilo::process_group`]), as when its container dies: no shutdown code
+    /// runs.
     pub fn kill(mut self) {
         self.kill_group();
     }

@@ -1,0 +1,61 @@
+//! The BENCHMARKS.md section of the sidecar and real-agent rows.
+
+use crate::report::{Marks, Row, RunInfo, table};
+
+/// Where the section goes.
+pub const MARKS: Marks = Marks {
+    start: "<!-- bench:real-agent:start -->",
+    end: "<!-- bench:real-agent:end -->",
+    before: None,
+};
+
+const NOTES: &str = "\
+How these are measured (`bench/src/real_agent/`):
+
+- Forwarding: a synthetic kilo (`host/tests/client_end_to_end/sidecar/fake_kilo.rs`) serves \
+`GET /event` on loopback and an in-process `stasis_client::sidecar::Sidecar` (the code \
+`stasis-client sidecar` runs) follows it into one agent, in stamped batches with its default \
+25 ms linger. The burst is emitted as fast as the source can; its rate counts from the first \
+event emitted to the last one readable from stasis's own `GET /events` Server-Sent Events \
+stream. The paced events carry their emission time; the delay is emission to readable on that \
+stream (`measure.rs`, shared with the host's ignored test). Baselines: the same events \
+appended by `POST /events` directly, 1,000 a request for the burst and one a request for the \
+paced ones, timed the same way.
+- Recovery: container A (the real Kilo CLI with the in-process sidecar) holds two turns with \
+the harness's fake model and stops cleanly; then each round starts kilo on an empty home \
+(baseline: to its first `GET /session` answer) and boots a container B on the emptied root: \
+`stasis_client::boot::boot` (what `stasis-client boot` runs: heartbeat, kilo.db hydrated and \
+verified, the Mayor's dispatch requested), then `kilo serve` on the hydrated kilo.db until \
+`GET /session/{id}/message` answers with the session. kilo's start dominates both.
+- Reading the ratios: the sidecar batches, waiting up to its 25 ms linger for more events before it sends, where the paced baseline sends each event at once, so its delay is about the linger; a burst goes through the sidecar's one batch in flight at a time. A recovery is boot (tens of milliseconds) plus kilo's own start, so it meets 3 s only where kilo starts in under 3 s.
+";
+
+/// The section for `rows`; `edge` is the edge's URL when it ran.
+pub fn section(info: &RunInfo, rows: &[Row], edge: Option<&str>) -> String {
+    let edge = edge.map_or_else(String::new, |url| {
+        format!("; the edge: `wrangler dev --local` at {url}")
+    });
+    let m = &info.machine;
+    format!(
+        "{}\n## The agent sidecar and a real kilo agent: forwarding and recovery\n\n\
+         - Machine: {} ({} cores), {} memory, Linux {}\n\
+         - {}\n\
+         - Date: {} (UTC)\n\
+         - stasis commit: {}\n\
+         - Command: {}\n\
+         - Target: {}{edge}\n\n\
+         {}\n{NOTES}{}\n",
+        MARKS.start,
+        m.cpu,
+        m.cores,
+        m.memory,
+        m.kernel,
+        info.load_line(),
+        m.date,
+        m.commit,
+        info.command,
+        info.target,
+        table(rows),
+        MARKS.end,
+    )
+}

@@ -1,0 +1,216 @@
+//! `GET /export`: the manifest written as it is read, so that memory stays
+//! bounded whatever the agent holds.
+//!
+//! The record and checkpoint are read before the response starts (so a
+//! failure there is still a JSON error); then the body follows part by
+//! part: sessions and memory in pages from the agent's object, events in
+//! the event log's pages (at most 8 MiB of data each) up to the newest seq
+//! when the export began, and the snapshot's bytes base64-encoded as they
+//! are written ([`snapshot_part`]).
+//!
+//! What an export shows of an agent that changes meanwhile: events up to
+//! the seq that was newest when it began, as each page finds them (events
+//! that retention or a session's deletion removed before the export
+//! reached them are missing, the rest keep their seqs); sessions, memory
+//! and the snapshot as they are when their part is written. Every such
+//! manifest is one an import takes. An import or destroy of the agent while
+//! it is exported is noticed by the events' part (the log's newest seq
+//! falls below the export's) and cuts the export.
+//!
+//! A failure once the body has started can only cut it: the manifest then
+//! lacks its closing brace (it is not valid JSON) and the response ends
+//! without its final chunk; the runtime logs the cause with the request id.
+
+mod render;
+mod snapshot_part;
+
+use crate::{Objects, Snapshots, agent_http::state, error::ApiError};
+use bytes::Bytes;
+use futures::Stream;
+use render::{Render, events_page};
+use snapshot_part::SnapshotPart;
+use stasis_domain::{
+    DomainError,
+    agent::{AgentCall, AgentReply},
+    agent_state::{ExportHead, StateCall, StateReply},
+    event_log::{ReadPage, ReadQuery},
+    ids::AgentKey,
+    limits,
+};
+
+/// An export whose head was read; the runtime streams [`stream`] from it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Export {
+    /// The agent exported.
+    pub key: AgentKey,
+    /// What was read before the response started.
+    pub head: ExportHead,
+}
+
+/// Reads what the export writes first; errors here are still answers.
+pub async fn prepare(objects: &impl Objects, key: &AgentKey) -> Result<Export, ApiError> {
+    match state(objects, key, StateCall::ExportHead).await? {
+        StateReply::ExportHead(head) => Ok(Export {
+            key: key.clone(),
+            head,
+        }),
+        other => Err(ApiError::internal(format!(
+            "an export head answered {other:?}"
+        ))),
+    }
+}
+
+/// Where the body is.
+enum Part {
+    Open,
+    Sessions(Option<String>),
+    Events(u64),
+    Memory(Option<String>),
+    Snapshot,
+    SnapshotBytes(SnapshotPart),
+    Done,
+}
+
+struct Exporter<O> {
+    objects: O,
+    export: Export,
+    part: Part,
+    render: Render,
+}
+
+/// The manifest's body, chunk by chunk; an `Err` ends (cuts) it.
+pub fn stream<O>(objects: O, export: Export) -> impl Stream<Item = Result<Bytes, ApiError>>
+where
+    O: Objects + Snapshots + 'static,
+{
+    let exporter = Exporter {
+        objects,
+        export,
+        part: Part::Open,
+        render: Render::default(),
+    };
+    futures::stream::try_unfold(exporter, |mut exporter| async move {
+        let chunk = exporter.next_chunk().await?;
+        Ok(chunk.map(|chunk| (chunk, exporter)))
+    })
+}
+
+impl<O: Objects + Snapshots> Exporter<O> {
+    /// The next piece of the body; `None` once it is whole.
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, ApiError> {
+        let part = std::mem::replace(&mut self.part, Part::Done);
+        let (chunk, next) = match part {
+            Part::Open => (self.render.open(&self.export.head)?, Part::Sessions(None)),
+            Part::Sessions(after) => self.sessions(after).await?,
+            Part::Events(after) => self.events(after).await?,
+            Part::Memory(after) => self.memory(after).await?,
+            Part::Snapshot => self.snapshot().await?,
+            Part::SnapshotBytes(mut bytes) => match bytes.next_chunk() {
+                Some(chunk) => (chunk, Part::SnapshotBytes(bytes)),
+                None => (Render::close_snapshot(), Part::Done),
+            },
+            Part::Done => return Ok(None),
+        };
+        self.part = next;
+        Ok(Some(Bytes::from(chunk)))
+    }
+
+    async fn sessions(&mut self, after: Option<String>) -> Result<(String, Part), ApiError> {
+        let page = match self.call(StateCall::ExportSessions { after }).await? {
+            StateReply::SessionPage(page) => page,
+            other => return Err(unexpected(&other)),
+        };
+        let mut chunk = self.render.items(&page.items)?;
+        let next = match page.next {
+            Some(next) => Part::Sessions(Some(next)),
+            None => {
+                chunk.push_str(&self.render.close_sessions());
+                Part::Events(0)
+            }
+        };
+        Ok((chunk, next))
+    }
+
+    /// One page of events after `after`, up to the export's last seq.
+    async fn events(&mut self, after: u64) -> Result<(String, Part), ApiError> {
+        let upto = self.export.head.last_seq;
+        if after >= upto {
+            return Ok((
+                self.render.close_events(&self.export.head)?,
+                Part::Memory(None),
+            ));
+        }
+        let page = self.read_events(after).await?;
+        if page.last_seq < upto {
+            return Err(ApiError::internal(format!(
+                "the agent's log was replaced while it was exported (its newest seq went from \
+                 {upto} to {})",
+                page.last_seq
+            )));
+        }
+        let chunk = events_page(&mut self.render, &page, upto);
+        let done = !page.has_more || page.next_after >= upto;
+        let next = if done {
+            Part::Events(upto)
+        } else {
+            Part::Events(page.next_after)
+        };
+        Ok((chunk, next))
+    }
+
+    /// A page of events; a cursor that retention passed meanwhile goes on
+    /// from the oldest event kept.
+    async fn read_events(&self, after: u64) -> Result<ReadPage, ApiError> {
+        let mut query = ReadQuery::after(after);
+        query.limit = limits::MAX_READ_LIMIT;
+        for _ in 0..2 {
+            let read = AgentCall::ReadEvents(query.clone());
+            match self.objects.agent(&self.export.key, read).await {
+                Ok(AgentReply::Events(page)) => return Ok(page),
+                Ok(other) => return Err(unexpected(&other)),
+                Err(DomainError::CursorExpired { first_seq }) => {
+                    query.after = first_seq.saturating_sub(1);
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(ApiError::internal(
+            "retention kept passing the export's cursor",
+        ))
+    }
+
+    async fn memory(&mut self, after: Option<String>) -> Result<(String, Part), ApiError> {
+        let page = match self.call(StateCall::ExportMemory { after }).await? {
+            StateReply::MemoryPage(page) => page,
+            other => return Err(unexpected(&other)),
+        };
+        let mut chunk = self.render.items(&page.items)?;
+        let next = match page.next {
+            Some(next) => Part::Memory(Some(next)),
+            None => {
+                chunk.push_str(&self.render.close_memory());
+                Part::Snapshot
+            }
+        };
+        Ok((chunk, next))
+    }
+
+    async fn snapshot(&mut self) -> Result<(String, Part), ApiError> {
+        let found = self.objects.snapshot_read(&self.export.key, true).await?;
+        match found {
+            Some((meta, Some(bytes))) => Ok((
+                Render::open_snapshot(&meta),
+                Part::SnapshotBytes(SnapshotPart::new(bytes)),
+            )),
+            _ => Ok((Render::no_snapshot(), Part::Done)),
+        }
+    }
+
+    async fn call(&self, call: StateCall) -> Result<StateReply, ApiError> {
+        state(&self.objects, &self.export.key, call).await
+    }
+}
+
+fn unexpected(reply: &impl std::fmt::Debug) -> ApiError {
+    ApiError::internal(format!("an export read answered {reply:?}"))
+}

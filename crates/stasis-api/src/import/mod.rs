@@ -1,0 +1,276 @@
+//! `PUT /import`: a manifest streamed in, parsed as it arrives
+//! ([`reader`]), staged in the agent's object in batches, and swapped in by
+//! one commit (`stasis_domain::agent_state::staging`). The body is never
+//! held whole: one value (an event, a document) and one batch at a time,
+//! plus the decoded snapshot, which the runtime's snapshot saga stores
+//! before the commit switches to it.
+//!
+//! The same path serves a whole manifest in one request and a manifest in
+//! parts (`?import_id=&part=`, the last with `&commit=true`), for runtimes
+//! whose platform caps a request body below what an agent can hold. Any
+//! refusal (or a body that breaks off) aborts the whole import: what was
+//! staged goes, and the agent keeps the state it had.
+
+mod batch;
+mod input;
+mod reader;
+mod request;
+mod snapshot_part;
+#[cfg(test)]
+mod tests;
+
+use crate::{Objects, Snapshots, agent_http::state, error::ApiError, query::Query, reply};
+use batch::Batch;
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use http::{Response, StatusCode};
+use input::invalid;
+use reader::{Item, ManifestReader};
+use request::ImportRequest;
+use snapshot_part::SnapshotBody;
+use stasis_domain::{
+    agent::AgentCall,
+    agent_state::{
+        ImportBatch, ImportCall, ImportProgress, ImportReply, ImportSummary, StateCall, StateReply,
+        check_format,
+    },
+    ids::AgentKey,
+    snapshot::{self, PutRequest, SnapshotCall, saga::SHA256_MISMATCH},
+    town::TownCall,
+};
+
+/// Runs `PUT /import` over `body`, chunk by chunk.
+pub async fn run<O, S>(
+    objects: &O,
+    key: &AgentKey,
+    query: &Query,
+    body: S,
+) -> Result<Response<Bytes>, ApiError>
+where
+    O: Objects + Snapshots,
+    S: Stream<Item = Result<Bytes, ApiError>>,
+{
+    let request = ImportRequest::parse(query)?;
+    let ticket = match step(objects, key, request.opening()).await? {
+        ImportReply::Ticket(ticket) => ticket,
+        other => return Err(unexpected(&other)),
+    };
+    let mut import = Importer {
+        objects,
+        key,
+        ticket,
+        batch: Batch::default(),
+    };
+    match import.run(&request, body).await {
+        Ok(response) => Ok(response),
+        Err(err) => {
+            import.abort().await;
+            Err(err)
+        }
+    }
+}
+
+/// One request's share of an import.
+struct Importer<'a, O> {
+    objects: &'a O,
+    key: &'a AgentKey,
+    ticket: u64,
+    batch: Batch,
+}
+
+/// The answer to a part that does not commit.
+#[derive(serde::Serialize)]
+struct PartAccepted<'a> {
+    import_id: &'a str,
+    part: u64,
+    staged: ImportProgress,
+}
+
+impl<O: Objects + Snapshots> Importer<'_, O> {
+    async fn run<S>(
+        &mut self,
+        request: &ImportRequest,
+        body: S,
+    ) -> Result<Response<Bytes>, ApiError>
+    where
+        S: Stream<Item = Result<Bytes, ApiError>>,
+    {
+        let mut reader = ManifestReader::new();
+        let mut body = std::pin::pin!(body);
+        while let Some(chunk) = body.next().await {
+            reader.push(&chunk?);
+            self.drain(&mut reader).await?;
+        }
+        reader.end();
+        self.drain(&mut reader).await?;
+        reader.finish()?;
+        self.flush().await?;
+        match request.part_only() {
+            Some((import_id, part)) => {
+                let end = ImportCall::EndPart {
+                    ticket: self.ticket,
+                };
+                let staged = match step(self.objects, self.key, end).await? {
+                    ImportReply::Staged(progress) => progress,
+                    other => return Err(unexpected(&other)),
+                };
+                let accepted = PartAccepted {
+                    import_id,
+                    part,
+                    staged,
+                };
+                Ok(reply::json(StatusCode::ACCEPTED, &accepted))
+            }
+            None => {
+                let summary = self.commit().await?;
+                Ok(reply::json(StatusCode::OK, &summary))
+            }
+        }
+    }
+
+    /// Hands every piece the reader has to the stages.
+    async fn drain(&mut self, reader: &mut ManifestReader) -> Result<(), ApiError> {
+        while let Some(item) = reader.next()? {
+            self.take(item).await?;
+        }
+        Ok(())
+    }
+
+    async fn take(&mut self, item: Item) -> Result<(), ApiError> {
+        let full = match item {
+            Item::Format(format) => {
+                check_format(&format)?;
+                return Ok(());
+            }
+            Item::Agent(agent) => return self.stage_alone(ImportBatch::Agent(agent)).await,
+            Item::Checkpoint(document) => {
+                return self.stage_alone(ImportBatch::Checkpoint(document)).await;
+            }
+            Item::Snapshot(body) => return self.stage_snapshot(body).await,
+            Item::Event(event, len) => self.batch.add_event(event, len),
+            Item::Session(session, len) => self.batch.add_session(session, len),
+            Item::Memory(entry, len) => self.batch.add_memory(entry, len),
+        };
+        if let Some(batch) = full {
+            self.stage(batch).await?;
+        }
+        Ok(())
+    }
+
+    /// Stages what the batch holds.
+    async fn flush(&mut self) -> Result<(), ApiError> {
+        match self.batch.take() {
+            Some(batch) => self.stage(batch).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Stages a piece that is not batched, after what is batched before it.
+    async fn stage_alone(&mut self, batch: ImportBatch) -> Result<(), ApiError> {
+        self.flush().await?;
+        self.stage(batch).await
+    }
+
+    async fn stage(&self, batch: ImportBatch) -> Result<(), ApiError> {
+        let call = ImportCall::Stage {
+            ticket: self.ticket,
+            batch,
+        };
+        match step(self.objects, self.key, call).await? {
+            ImportReply::Staged(_) => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Stores the snapshot's bytes through the runtime's snapshot saga
+    /// (which checks them against the sha256), then stages what it stored.
+    async fn stage_snapshot(&mut self, body: Option<SnapshotBody>) -> Result<(), ApiError> {
+        self.flush().await?;
+        let Some(body) = body else {
+            return self.stage(ImportBatch::Snapshot(None)).await;
+        };
+        let request = PutRequest {
+            expected_sha256: Some(body.sha256),
+            precondition: None,
+            event_watermark: Some(body.event_watermark),
+            inline_limit: self.objects.snapshot_inline_limit(),
+            key_prefix: snapshot::key_prefix(self.key),
+        };
+        let staged = self
+            .objects
+            .snapshot_stage(self.key, request, Bytes::from(body.bytes))
+            .await
+            .map_err(|err| {
+                if err.code() == SHA256_MISMATCH {
+                    invalid(
+                        "snapshot.sha256",
+                        "does not match the bytes of snapshot.data_base64",
+                    )
+                } else {
+                    ApiError::from(err)
+                }
+            })?;
+        let version = staged.version;
+        let staged = self.stage(ImportBatch::Snapshot(Some(staged))).await;
+        if staged.is_err() {
+            // Not recorded: give the reservation up (the abort's sweep
+            // then takes its KV key).
+            let abandon = AgentCall::Snapshot(SnapshotCall::Abandon { version });
+            let _ = self.objects.agent(self.key, abandon).await;
+        }
+        staged
+    }
+
+    /// The whole manifest passed: the town's directory follows it (where
+    /// the one-mayor rule may refuse), then one call swaps it in.
+    async fn commit(&self) -> Result<ImportSummary, ApiError> {
+        let ticket = self.ticket;
+        let role = match step(self.objects, self.key, ImportCall::Check { ticket }).await? {
+            ImportReply::Checked(checked) => checked.role,
+            other => return Err(unexpected(&other)),
+        };
+        let (rig_id, agent_id) = (self.key.rig.clone(), self.key.agent.clone());
+        let town_call = match role {
+            Some(role) => TownCall::RegisterAgent {
+                rig_id,
+                agent_id,
+                role,
+            },
+            None => TownCall::ForgetAgent { rig_id, agent_id },
+        };
+        self.objects.town(&self.key.town, town_call).await?;
+        let summary = match step(self.objects, self.key, ImportCall::Commit { ticket }).await? {
+            ImportReply::Committed(summary) => summary,
+            other => return Err(unexpected(&other)),
+        };
+        // The superseded snapshot's KV key; a failure leaves it to a later
+        // sweep.
+        let _ = self.objects.snapshot_sweep(self.key).await;
+        Ok(summary)
+    }
+
+    /// Drops everything this import staged; best effort, since the next
+    /// import clears it anyway.
+    async fn abort(&self) {
+        let abort = ImportCall::Abort {
+            ticket: self.ticket,
+        };
+        let _ = step(self.objects, self.key, abort).await;
+        let _ = self.objects.snapshot_sweep(self.key).await;
+    }
+}
+
+async fn step(
+    objects: &impl Objects,
+    key: &AgentKey,
+    call: ImportCall,
+) -> Result<ImportReply, ApiError> {
+    match state(objects, key, StateCall::Import(call)).await? {
+        StateReply::Import(reply) => Ok(reply),
+        other => Err(unexpected(&other)),
+    }
+}
+
+fn unexpected(reply: &impl std::fmt::Debug) -> ApiError {
+    ApiError::internal(format!("an import step answered {reply:?}"))
+}

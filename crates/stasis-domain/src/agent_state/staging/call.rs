@@ -1,0 +1,156 @@
+//! The staging calls as data, and the function that runs them.
+
+use super::{commit, stage, ticket};
+use crate::{
+    DomainError,
+    agent::ObjectEnv,
+    agent_state::{
+        ImportSummary,
+        manifest::{ManifestAgent, ManifestEvent, ManifestMemory, ManifestSession},
+    },
+    snapshot::StagedSnapshot,
+    sql::SqlStore,
+};
+use serde::{Deserialize, Serialize};
+
+/// One step of an import. Every step after `Begin`/`Resume` names the
+/// ticket they handed out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum ImportCall {
+    /// Starts an import, dropping anything staged before. `import_id` names
+    /// a multi-part import (its part 1). Answers [`ImportReply::Ticket`].
+    Begin {
+        /// The client's name for a multi-part import.
+        import_id: Option<String>,
+    },
+    /// Continues multi-part import `import_id` with part `part`, which must
+    /// be the next. Answers [`ImportReply::Ticket`].
+    Resume {
+        /// The import's id.
+        import_id: String,
+        /// Counted from 1.
+        part: u64,
+    },
+    /// Checks and stages a batch. Answers [`ImportReply::Staged`].
+    Stage {
+        /// From `Begin` or `Resume`.
+        ticket: u64,
+        /// The batch.
+        batch: ImportBatch,
+    },
+    /// A part of a multi-part import arrived whole. Answers
+    /// [`ImportReply::Staged`].
+    EndPart {
+        /// From `Resume` or `Begin`.
+        ticket: u64,
+    },
+    /// Applies the rules that need the whole manifest, changing nothing.
+    /// Answers [`ImportReply::Checked`].
+    Check {
+        /// From `Begin` or `Resume`.
+        ticket: u64,
+    },
+    /// Checks again and replaces the agent's state with what is staged.
+    /// Answers [`ImportReply::Committed`].
+    Commit {
+        /// From `Begin` or `Resume`.
+        ticket: u64,
+    },
+    /// Drops what is staged, if `ticket` is still the import in progress.
+    /// Answers [`ImportReply::Aborted`].
+    Abort {
+        /// From `Begin` or `Resume`.
+        ticket: u64,
+    },
+}
+
+/// Part of a manifest, in the order it arrived.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "part", content = "items", rename_all = "snake_case")]
+pub enum ImportBatch {
+    /// `agent` (null: not registered). At most once per import.
+    Agent(Option<ManifestAgent>),
+    /// `checkpoint`, JSON text (null: none). At most once per import.
+    Checkpoint(#[serde(with = "crate::agent_state::raw_json::option")] Option<String>),
+    /// The next events of `events`.
+    Events(Vec<ManifestEvent>),
+    /// The next sessions of `sessions`.
+    Sessions(Vec<ManifestSession>),
+    /// The next entries of `memory`.
+    Memory(Vec<ManifestMemory>),
+    /// `snapshot`, its bytes already stored (null: none). At most once.
+    Snapshot(Option<StagedSnapshot>),
+}
+
+/// What is staged so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportProgress {
+    /// Parts of a multi-part import received whole.
+    pub parts: u64,
+    /// Events staged.
+    pub events: u64,
+    /// Sessions staged.
+    pub sessions: u64,
+    /// Memory entries staged.
+    pub memory: u64,
+}
+
+/// What the commit will do, for the steps the caller takes before it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportChecked {
+    /// The role the agent will have; `None` when it will not be registered.
+    pub role: Option<String>,
+}
+
+/// The answer to an [`ImportCall`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum ImportReply {
+    /// The import's ticket.
+    Ticket(u64),
+    /// What is staged after the call.
+    Staged(ImportProgress),
+    /// The whole manifest passed.
+    Checked(ImportChecked),
+    /// The agent was replaced.
+    Committed(ImportSummary),
+    /// Nothing is staged any more (or the ticket was stale).
+    Aborted,
+}
+
+/// Runs one step against the agent's store, inside the caller's
+/// transaction (a refused step rolls back what it staged).
+pub fn execute(
+    store: &impl SqlStore,
+    call: &ImportCall,
+    env: &ObjectEnv,
+) -> Result<ImportReply, DomainError> {
+    Ok(match call {
+        ImportCall::Begin { import_id } => {
+            if let Some(id) = import_id {
+                crate::ids::check_id("import_id", id)?;
+            }
+            ImportReply::Ticket(ticket::begin(store, import_id.as_deref())?)
+        }
+        ImportCall::Resume { import_id, part } => {
+            ImportReply::Ticket(ticket::resume(store, import_id, *part)?)
+        }
+        ImportCall::Stage { ticket, batch } => {
+            ImportReply::Staged(stage::stage(store, *ticket, batch, env)?)
+        }
+        ImportCall::EndPart { ticket } => ImportReply::Staged(stage::end_part(store, *ticket)?),
+        ImportCall::Check { ticket } => ImportReply::Checked(commit::check(
+            store,
+            &ticket::current(store, *ticket)?,
+            env,
+        )?),
+        ImportCall::Commit { ticket } => {
+            ImportReply::Committed(commit::commit(store, *ticket, env)?)
+        }
+        ImportCall::Abort { ticket } => {
+            ticket::abort(store, *ticket)?;
+            ImportReply::Aborted
+        }
+    })
+}

@@ -1,0 +1,112 @@
+//! A real `stasis serve` on a loopback port, started on a data folder and
+//! killed with SIGKILL (no shutdown code runs).
+
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::client::Client;
+
+/// How long a start may take: a debug build compiles its components on
+/// the first start over a fresh folder.
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// How to start a host.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// The `stasis` binary.
+    pub bin: PathBuf,
+    /// Its `--data-dir`, kept across kills.
+    pub data_dir: PathBuf,
+    /// Where its output goes (appended).
+    pub log: PathBuf,
+    /// `STASIS_SECRET`.
+    pub secret: String,
+}
+
+/// A running host; killed when dropped.
+#[derive(Debug)]
+pub struct Host {
+    child: Child,
+    /// A client for it, with an admin token.
+    pub client: Client,
+}
+
+impl Host {
+    /// Starts `stasis serve --durability DURABILITY` and waits until
+    /// `GET /healthz` answers.
+    pub fn start(config: &HostConfig, durability: &str) -> Result<Host, String> {
+        let port = free_port()?;
+        let client = Client::new(&format!("http://127.0.0.1:{port}"), &config.secret)?;
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&config.log)
+            .map_err(|e| format!("opening {}: {e}", config.log.display()))?;
+        let err_log = log.try_clone().map_err(|e| format!("the host log: {e}"))?;
+        let child = Command::new(&config.bin)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data-dir")
+            .arg(&config.data_dir)
+            .args(["--durability", durability])
+            .env("STASIS_SECRET", &config.secret)
+            .env("STASIS_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err_log))
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", config.bin.display()))?;
+        let mut host = Host { child, client };
+        host.wait_healthy()?;
+        Ok(host)
+    }
+
+    fn wait_healthy(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("the host exited before serving ({status})"));
+            }
+            if self.client.healthy() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!("the host did not serve within {START_TIMEOUT:?}"))
+    }
+
+    /// SIGKILL, then reaps the process.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .map_err(|e| format!("finding a free port: {e}"))
+}
+
+/// The files in `dir` (names), or none when it does not exist.
+pub fn files_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
