@@ -256,8 +256,11 @@ impl Credential {
 pub fn run_row(credential: Credential) {
     let container = credential.container();
     let shared = Fixture::new(&format!("matrix-{credential:?}"));
-    for (index, case) in shared.cases(container).into_iter().enumerate() {
+    let cases = shared.cases(container);
+    let (cells, mut refused_cells) = (cases.len(), 0);
+    for (index, case) in cases.into_iter().enumerate() {
         let refused = credential.refusal(case.kind, &case.path);
+        refused_cells += usize::from(refused.is_some());
         let fenced_beat = credential == Credential::Superseded && case.kind == Kind::Heartbeat;
         if refused.is_some() || case.kind == Kind::Read || fenced_beat {
             check_cell(&shared, credential, &case, refused);
@@ -267,6 +270,7 @@ pub fn run_row(credential: Credential) {
             check_cell(&own, credential, &case, None);
         }
     }
+    eprintln!("auth matrix, {credential:?}: {cells} endpoints, {refused_cells} refused");
 }
 
 fn check_cell(

@@ -132,13 +132,20 @@ fn a_zombie_container_never_overwrites_what_its_successor_wrote() {
 
     // A keeps writing for a while: every write is fenced.
     let started = Instant::now();
-    let mut rounds = 0;
+    let (mut rounds, mut refused) = (0, 0);
     while rounds < 5 || started.elapsed() < Duration::from_secs(2) {
         for (what, reply) in a.write_everything(&mayor, rounds) {
             assert_fenced(&what, &reply, "c-b");
+            refused += 1;
         }
         rounds += 1;
     }
+    eprintln!(
+        "zombie: {rounds} rounds in {:.1} s, {refused} writes of A refused ({rounds} snapshot \
+         pushes, {rounds} appends, and checkpoint, memory, session, registry, eviction and \
+         Mayor message writes); B's state unchanged",
+        started.elapsed().as_secs_f64()
+    );
     town.assert_unchanged(&town_before);
     mayor.assert_unchanged(&mayor_before);
     let served = mayor.snapshot_reply();
