@@ -128,7 +128,8 @@ fn act_a(stage: &Stage<'_>, root: &Path, log: &Path) -> Result<LeftByA> {
     stage.say(&format!("1. Container A boots (town {})", stage.town));
     let mut a = ContainerA::boot(stage, root, log)?;
     stage.say(&format!(
-        "   heartbeat as {}; kilo serve at {} with the sidecar in its process group; session {}",
+        "   stasis-client boot as {} (the town token exchanged for a container token); kilo \
+         serve at {} with the sidecar (on that container token) in its process group; session {}",
         a.id,
         a.kilo_url()?,
         a.session
