@@ -111,7 +111,7 @@ pub async fn read_body(req: &mut Request, limit: u64) -> Result<Option<Vec<u8>>>
 pub fn body_stream(
     req: &mut Request,
     admitted: &Admitted,
-) -> Result<impl Stream<Item = std::result::Result<Bytes, ApiError>> + use<>> {
+) -> Result<impl Stream<Item = std::result::Result<Bytes, ApiError>> + Unpin + use<>> {
     let limit = admitted.body_limit();
     let too_large = admitted.body_too_large();
     let chunks: Box<dyn Stream<Item = Result<Vec<u8>>> + Unpin> = if req.inner().body().is_none() {
@@ -129,6 +129,18 @@ pub fn body_stream(
         }
         Ok(Bytes::from(chunk))
     }))
+}
+
+/// Reads what is left of a streamed body, up to its limit. A refusal may
+/// come before any of it was read (a fenced container's import, a part out
+/// of order); workerd then held the connection's next request until it
+/// timed out (`wrangler dev --local`: about one time in three), so the rest
+/// is read and dropped before the answer goes out.
+pub async fn drain<S>(body: &mut S)
+where
+    S: Stream<Item = std::result::Result<Bytes, ApiError>> + Unpin,
+{
+    while let Some(Ok(_)) = body.next().await {}
 }
 
 /// An export, streamed as it is read. A failure after the head was sent

@@ -44,8 +44,10 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Err(err) => return convert::to_worker(err.into_response()),
     };
     if admitted.streams_body() {
-        let body = convert::body_stream(&mut req, &admitted)?;
-        return reply(&api, api.handle_streamed(admitted, body).await, &head).await;
+        let mut body = convert::body_stream(&mut req, &admitted)?;
+        let answer = api.handle_streamed(admitted, &mut body).await;
+        convert::drain(&mut body).await;
+        return reply(&api, answer, &head).await;
     }
     let Some(body) = convert::read_body(&mut req, admitted.body_limit()).await? else {
         return convert::to_worker(admitted.body_too_large().into_response());
