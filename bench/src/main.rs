@@ -53,6 +53,7 @@
 //! from many clients against a host it starts, sampling the host's memory
 //! and descriptors ([`soak`]); `scripts/soak` builds and records it.
 
+mod chunk_rows;
 mod client;
 mod cpu;
 mod edge_report;

@@ -4,8 +4,8 @@ use crate::{
     cpu::CpuUse,
     stats::{Latency, Rate},
     workloads::{
-        conversation::Rebuilds, memory::PeakRss, push::Pushes, recovery::Recoveries,
-        snapshot::RoundTrips, startup::Starts,
+        conversation::Rebuilds, delta::DeltaPushes, memory::PeakRss, push::Pushes,
+        recovery::Recoveries, restore::Pulls, snapshot::RoundTrips, startup::Starts,
     },
 };
 use std::collections::BTreeMap;
@@ -112,6 +112,12 @@ pub struct StateFigures {
     pub push: Measured<Pushes>,
     /// A raw PUT of as many bytes as the push uploaded (its baseline).
     pub push_raw: Measured<Latency>,
+    /// The delta push after one turn, and the whole-file push of the same database.
+    pub delta: Measured<DeltaPushes>,
+    /// Pull (restore) of the live database (about 25 MB), and its native baseline.
+    pub pull_small: Measured<Pulls>,
+    /// Pull (restore) of a database of about 100 MB, and its native baseline.
+    pub pull_large: Measured<Pulls>,
     /// `GET /conversation` of 10,000 streamed events.
     pub conversation: Measured<Rebuilds>,
     /// `GET /events` of the same events (its baseline).
@@ -127,6 +133,9 @@ impl StateFigures {
             round_trips: Err(why.clone()),
             push: Err(why.clone()),
             push_raw: Err(why.clone()),
+            delta: Err(why.clone()),
+            pull_small: Err(why.clone()),
+            pull_large: Err(why.clone()),
             conversation: Err(why.clone()),
             conversation_read: Err(why.clone()),
             recovery: Err(why.clone()),

@@ -17,7 +17,7 @@ use crate::credentials::token_file;
 use crate::error::{Error, Result};
 use crate::http::Client;
 use crate::ids::AgentRef;
-use crate::snapshot::{self, PullOptions, PullOutcome, PulledSnapshot};
+use crate::snapshot::{self, ChunkCache, PullOptions, PullOutcome, PulledSnapshot};
 use crate::town::{self, RegisteredAgent};
 
 /// An agent's home: `{root}/agent-home-{agent}` (its `KILO_TEST_HOME`).
@@ -76,6 +76,8 @@ pub struct BootOptions {
     pub root: PathBuf,
     /// Show progress bars (on a terminal only).
     pub progress: bool,
+    /// A local chunk cache the pulls read from and fill.
+    pub chunk_cache: Option<ChunkCache>,
 }
 
 /// What a boot did.
@@ -170,7 +172,7 @@ pub fn boot(
                     path.display()
                 ),
             }),
-            None => hydrate(client, town, &agent, &path, options.progress),
+            None => hydrate(client, town, &agent, &path, options),
         };
         let outcome = AgentOutcome {
             agent,
@@ -240,17 +242,20 @@ fn request_dispatch(client: &Client, town: &str, agent: &RegisteredAgent) -> Dis
     }
 }
 
+/// Pulls one agent's snapshot (by chunks, in parallel, through the chunk cache when the server
+/// serves them).
 fn hydrate(
     client: &Client,
     town: &str,
     agent: &RegisteredAgent,
     path: &Path,
-    progress: bool,
+    boot: &BootOptions,
 ) -> Hydration {
     let pulled = AgentRef::new(town, &agent.rig_id, &agent.agent_id).and_then(|agent_ref| {
         let options = PullOptions {
-            progress,
-            deadline: None,
+            progress: boot.progress,
+            cache: boot.chunk_cache.clone(),
+            ..PullOptions::default()
         };
         snapshot::pull(client, &agent_ref, path, &options)
     });

@@ -1,8 +1,10 @@
 //! # stasis-client
 //!
 //! What a container runs to keep its agents' state in stasis: push an agent's `kilo.db`
-//! (a consistent copy taken with SQLite's online backup API while the agent keeps writing),
-//! pull one back (verified against its sha256, written atomically), `boot` (heartbeat, then
+//! (a consistent copy taken with SQLite's online backup API while the agent keeps writing; only
+//! the 32 KiB chunks the server lacks are sent), pull one back (its chunks from a local cache or
+//! fetched in parallel, each and the whole verified against their sha256, `PRAGMA quick_check`,
+//! written atomically), `boot` (heartbeat, then
 //! hydrate every registered agent into `/tmp/agent-home-{agent}/.local/share/kilo/kilo.db`,
 //! then hand over the pending dispatches, and request one for every agent that ran in another
 //! container without one pending: after a `kill -9` nothing was deferred), `drain` (on SIGTERM: container eviction, then flush

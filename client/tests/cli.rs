@@ -14,7 +14,11 @@ fn cli(url: Option<&str>, args: &[&str]) -> Output {
     command
         .args(args)
         .env_remove("STASIS_URL")
-        .env_remove("STASIS_TOKEN");
+        .env_remove("STASIS_TOKEN")
+        .env(
+            "STASIS_CHUNK_CACHE",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cli-chunk-cache"),
+        );
     if let Some(url) = url {
         command
             .env("STASIS_URL", url)
@@ -104,6 +108,9 @@ fn a_refusal_exits_4_with_the_server_message() {
 fn push_prints_the_receipt_as_json() {
     let mock = Mock::start(|request: &Request| {
         use sha2::Digest;
+        if request.path().ends_with("/missing") {
+            return Response::error(404, "not_found", "no such route");
+        }
         let sha = hex::encode(sha2::Sha256::digest(&request.body));
         Response::json(
             201,
@@ -136,6 +143,7 @@ fn push_prints_the_receipt_as_json() {
     let receipt: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(receipt["version"], 7);
     assert_eq!(receipt["storage"], "inline");
+    assert_eq!(receipt["transfer"]["mode"], "whole_file");
 }
 
 #[test]

@@ -12,6 +12,14 @@ use stasis_client::AgentRef;
 use stasis_client::snapshot::{PullOptions, PullOutcome, pull};
 use support::{Mock, Response, entries, sample_db};
 
+/// A pull of the whole file in one GET (the path these tests exercise).
+fn whole_file() -> PullOptions {
+    PullOptions {
+        whole_file: true,
+        ..PullOptions::default()
+    }
+}
+
 fn mayor() -> AgentRef {
     AgentRef::new("t1", "main", "mayor").expect("ids")
 }
@@ -40,7 +48,7 @@ fn a_pull_writes_the_verified_bytes_and_removes_stale_sqlite_files() {
     std::fs::write(out.with_file_name("kilo.db-wal"), b"old wal").expect("wal");
     std::fs::write(out.with_file_name("kilo.db-shm"), b"old shm").expect("shm");
 
-    let outcome = pull(&mock.client(), &mayor(), &out, &PullOptions::default()).expect("pull");
+    let outcome = pull(&mock.client(), &mayor(), &out, &whole_file()).expect("pull");
     let PullOutcome::Pulled(pulled) = outcome else {
         unreachable!("expected a pulled snapshot, got {outcome:?}")
     };
@@ -74,8 +82,7 @@ fn a_sha_mismatch_leaves_the_old_file_and_no_temporary_file() {
     let out = dir.path().join("kilo.db");
     std::fs::write(&out, b"old database").expect("old");
     std::fs::write(dir.path().join("kilo.db-wal"), b"old wal").expect("wal");
-    let error = pull(&mock.client(), &mayor(), &out, &PullOptions::default())
-        .expect_err("a mismatch fails");
+    let error = pull(&mock.client(), &mayor(), &out, &whole_file()).expect_err("a mismatch fails");
     assert_eq!(error.exit_code(), stasis_client::exit::INTEGRITY);
     assert_eq!(std::fs::read(&out).expect("read"), b"old database");
     assert_eq!(entries(dir.path()), ["kilo.db", "kilo.db-wal"]);
@@ -102,7 +109,7 @@ fn a_connection_cut_mid_body_is_retried_without_leaving_partial_files() {
     });
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("kilo.db");
-    let outcome = pull(&mock.client(), &mayor(), &out, &PullOptions::default()).expect("pull");
+    let outcome = pull(&mock.client(), &mayor(), &out, &whole_file()).expect("pull");
     assert!(matches!(outcome, PullOutcome::Pulled(_)));
     assert_eq!(std::fs::read(&out).expect("read"), bytes);
     assert_eq!(entries(dir.path()), ["kilo.db"]);
@@ -117,8 +124,7 @@ fn a_pull_that_keeps_breaking_gives_up_and_leaves_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("kilo.db");
     std::fs::write(&out, b"old database").expect("old");
-    let error =
-        pull(&mock.client(), &mayor(), &out, &PullOptions::default()).expect_err("gives up");
+    let error = pull(&mock.client(), &mayor(), &out, &whole_file()).expect_err("gives up");
     assert!(
         matches!(error, stasis_client::Error::GaveUp { attempts: 4, .. }),
         "{error}"
@@ -134,7 +140,7 @@ fn no_snapshot_is_an_outcome_and_writes_nothing() {
         Mock::start(|_| Response::error(404, "snapshot_not_found", "the agent has no snapshot"));
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("kilo.db");
-    let outcome = pull(&mock.client(), &mayor(), &out, &PullOptions::default()).expect("pull");
+    let outcome = pull(&mock.client(), &mayor(), &out, &whole_file()).expect("pull");
     assert_eq!(outcome, PullOutcome::NoSnapshot);
     assert!(entries(dir.path()).is_empty());
     assert_eq!(mock.requests().len(), 1);
@@ -161,7 +167,7 @@ fn snapshot_propagating_is_retried_after_its_retry_after() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("kilo.db");
     let started = std::time::Instant::now();
-    let outcome = pull(&mock.client(), &mayor(), &out, &PullOptions::default()).expect("pull");
+    let outcome = pull(&mock.client(), &mayor(), &out, &whole_file()).expect("pull");
     assert!(matches!(outcome, PullOutcome::Pulled(_)));
     assert!(
         started.elapsed() >= std::time::Duration::from_secs(1),
@@ -185,7 +191,7 @@ fn a_current_local_copy_is_offered_and_kept_on_304() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("kilo.db");
     std::fs::write(&out, &bytes).expect("local copy");
-    let outcome = pull(&mock.client(), &mayor(), &out, &PullOptions::default()).expect("pull");
+    let outcome = pull(&mock.client(), &mayor(), &out, &whole_file()).expect("pull");
     let PullOutcome::Pulled(pulled) = outcome else {
         unreachable!("expected a pulled snapshot, got {outcome:?}")
     };
@@ -203,7 +209,7 @@ fn a_refusal_is_reported_with_the_server_code_and_not_retried() {
         &mock.client(),
         &mayor(),
         &dir.path().join("kilo.db"),
-        &PullOptions::default(),
+        &whole_file(),
     )
     .expect_err("refused");
     assert_eq!(error.status(), Some(403));
@@ -226,7 +232,7 @@ fn a_404_for_a_path_stasis_does_not_serve_is_an_error_not_an_empty_agent() {
         &mock.client(),
         &mayor(),
         &dir.path().join("kilo.db"),
-        &PullOptions::default(),
+        &whole_file(),
     )
     .expect_err("not a missing snapshot");
     assert_eq!(error.code(), Some("not_found"));
@@ -242,7 +248,7 @@ fn a_corrupt_stored_snapshot_is_not_retried_and_writes_nothing() {
         &mock.client(),
         &mayor(),
         &dir.path().join("kilo.db"),
-        &PullOptions::default(),
+        &whole_file(),
     )
     .expect_err("corrupt");
     assert_eq!(error.exit_code(), stasis_client::exit::INTEGRITY);
@@ -262,7 +268,7 @@ fn a_404_that_is_not_from_stasis_is_an_error_not_an_empty_agent() {
         &mock.client(),
         &mayor(),
         &dir.path().join("kilo.db"),
-        &PullOptions::default(),
+        &whole_file(),
     )
     .expect_err("not stasis");
     assert_eq!(error.status(), Some(404));

@@ -18,6 +18,14 @@ fn polecat() -> AgentRef {
     AgentRef::new("t1", "main", "polecat-1").expect("ids")
 }
 
+/// A push of the whole file in one PUT (the path these tests exercise).
+fn whole_file() -> PushOptions {
+    PushOptions {
+        whole_file: true,
+        ..PushOptions::default()
+    }
+}
+
 fn sha_of(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
@@ -41,7 +49,7 @@ fn a_push_uploads_a_consistent_copy_with_its_hash_and_headers() {
     let options = PushOptions {
         event_seq: Some(42),
         if_match: Some("abc".into()),
-        ..PushOptions::default()
+        ..whole_file()
     };
     let receipt = push(&mock.client(), &polecat(), &db, &options).expect("push");
 
@@ -96,8 +104,7 @@ fn a_receipt_with_another_hash_is_an_integrity_failure() {
                     "storage": "inline", "event_watermark": null}),
         )
     });
-    let error =
-        push(&mock.client(), &polecat(), &db, &PushOptions::default()).expect_err("mismatch");
+    let error = push(&mock.client(), &polecat(), &db, &whole_file()).expect_err("mismatch");
     assert!(matches!(error, Error::Integrity { .. }), "{error}");
     assert_eq!(error.exit_code(), exit::INTEGRITY);
 }
@@ -112,7 +119,7 @@ fn server_errors_are_retried_and_the_body_is_sent_again_whole() {
         1 => Response::hang_up(),
         _ => stored(request),
     });
-    let receipt = push(&mock.client(), &polecat(), &db, &PushOptions::default()).expect("push");
+    let receipt = push(&mock.client(), &polecat(), &db, &whole_file()).expect("push");
     let requests = mock.requests();
     assert_eq!(requests.len(), 3);
     for request in &requests {
@@ -131,8 +138,7 @@ fn a_refusal_is_not_retried_and_keeps_the_server_message() {
                               "limit": 26_214_400}}),
         )
     });
-    let error =
-        push(&mock.client(), &polecat(), &db, &PushOptions::default()).expect_err("refused");
+    let error = push(&mock.client(), &polecat(), &db, &whole_file()).expect_err("refused");
     assert_eq!(mock.requests().len(), 1);
     assert_eq!(error.exit_code(), exit::REFUSED);
     match error {
@@ -175,33 +181,11 @@ fn a_lost_answer_then_412_counts_as_stored_when_the_current_snapshot_is_ours() {
     });
     let options = PushOptions {
         if_match: Some("\"old\"".into()),
-        ..PushOptions::default()
+        ..whole_file()
     };
     let receipt = push(&mock.client(), &polecat(), &db, &options).expect("push");
     assert_eq!(receipt.version, 8);
     assert_eq!(receipt.storage, None);
     let methods: Vec<String> = mock.requests().into_iter().map(|r| r.method).collect();
     assert_eq!(methods, ["PUT", "PUT", "HEAD"]);
-}
-
-#[test]
-fn an_oversized_database_is_refused_before_uploading() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("big.db");
-    let handle = std::fs::File::create(&file).expect("create");
-    handle
-        .set_len(stasis_client::snapshot::SNAPSHOT_MAX_BYTES + 1)
-        .expect("size");
-    let mock = Mock::start(stored);
-    let error = stasis_client::snapshot::upload_file(
-        &mock.client(),
-        &polecat(),
-        &file,
-        &"0".repeat(64),
-        stasis_client::snapshot::SNAPSHOT_MAX_BYTES + 1,
-        &PushOptions::default(),
-    )
-    .expect_err("too large");
-    assert!(matches!(error, Error::TooLarge { .. }), "{error}");
-    assert!(mock.requests().is_empty());
 }

@@ -62,6 +62,7 @@ fn boot_options(root: &Path) -> BootOptions {
         container_id: "c-new".into(),
         root: root.to_owned(),
         progress: false,
+        chunk_cache: None,
     }
 }
 
@@ -78,33 +79,31 @@ fn boot_heartbeats_then_hydrates_every_registered_agent() {
         (mayor_db.clone(), mayor_sha),
         (polecat_db.clone(), polecat_sha),
     );
-    let mock =
-        Mock::start(
-            move |request: &Request| match (request.method.as_str(), request.path()) {
-                ("POST", "/api/towns/t1/heartbeat") => Response::json(
-                    200,
-                    &json!({"draining": false, "cleared_drain": true, "registry": registry("c-old"),
+    let mock = Mock::old_server(move |request: &Request| {
+        match (request.method.as_str(), request.path()) {
+            ("POST", "/api/towns/t1/heartbeat") => Response::json(
+                200,
+                &json!({"draining": false, "cleared_drain": true, "registry": registry("c-old"),
                     "pending_dispatches": [{"agent_id": "mayor", "prompt": "hi"}]}),
-                ),
-                ("GET", "/api/towns/t1/rigs/hq/agents/mayor/db-snapshot") => Response::new(200)
-                    .header("X-Stasis-Sha256", &mayor.1)
-                    .header("X-Stasis-Snapshot-Version", "5")
-                    .body(mayor.0.clone()),
-                ("GET", "/api/towns/t1/rigs/main/agents/polecat-1/db-snapshot") => {
-                    Response::new(200)
-                        .header("X-Stasis-Sha256", &polecat.1)
-                        .header("X-Stasis-Snapshot-Version", "2")
-                        .body(polecat.0.clone())
-                }
-                ("POST", path) if path.ends_with("/dispatch") => dispatch_answer(request),
-                _ => Response::error(404, "snapshot_not_found", "the agent has no snapshot"),
-            },
-        );
+            ),
+            ("GET", "/api/towns/t1/rigs/hq/agents/mayor/db-snapshot") => Response::new(200)
+                .header("X-Stasis-Sha256", &mayor.1)
+                .header("X-Stasis-Snapshot-Version", "5")
+                .body(mayor.0.clone()),
+            ("GET", "/api/towns/t1/rigs/main/agents/polecat-1/db-snapshot") => Response::new(200)
+                .header("X-Stasis-Sha256", &polecat.1)
+                .header("X-Stasis-Snapshot-Version", "2")
+                .body(polecat.0.clone()),
+            ("POST", path) if path.ends_with("/dispatch") => dispatch_answer(request),
+            _ => Response::error(404, "snapshot_not_found", "the agent has no snapshot"),
+        }
+    });
     let root = tempfile::tempdir().expect("tempdir");
     let options = BootOptions {
         container_id: "c-new".into(),
         root: root.path().to_owned(),
         progress: false,
+        chunk_cache: None,
     };
     let mut seen = Vec::new();
     let report = boot(&mock.client(), "t1", &options, &mut |outcome| {
@@ -151,7 +150,7 @@ fn boot_heartbeats_then_hydrates_every_registered_agent() {
 #[test]
 fn after_a_crash_boot_requests_a_dispatch_for_every_agent_that_ran_elsewhere_without_one() {
     // c-old was killed (no drain): the heartbeat releases only polecat-1's dispatch.
-    let mock = Mock::start(|request: &Request| {
+    let mock = Mock::old_server(|request: &Request| {
         if is_dispatch_request(request) {
             return dispatch_answer(request);
         }
@@ -207,7 +206,7 @@ fn after_a_crash_boot_requests_a_dispatch_for_every_agent_that_ran_elsewhere_wit
 fn boot_requests_no_dispatch_for_its_own_agents_nor_while_the_town_drains() {
     // The registry is this container's own (a second boot), or the town still drains.
     for (registered, draining) in [("c-new", false), ("c-old", true)] {
-        let mock = Mock::start(move |request: &Request| match request.path() {
+        let mock = Mock::old_server(move |request: &Request| match request.path() {
             "/api/towns/t1/heartbeat" => Response::json(
                 200,
                 &json!({"draining": draining, "cleared_drain": false,
@@ -232,7 +231,7 @@ fn boot_requests_no_dispatch_for_its_own_agents_nor_while_the_town_drains() {
 
 #[test]
 fn a_dispatch_that_cannot_be_requested_is_reported_and_leaves_the_boot_incomplete() {
-    let mock = Mock::start(|request: &Request| match request.path() {
+    let mock = Mock::old_server(|request: &Request| match request.path() {
         "/api/towns/t1/heartbeat" => Response::json(
             200,
             &json!({"draining": false, "cleared_drain": false, "registry": registry("c-old"),
@@ -267,7 +266,7 @@ fn a_dispatch_that_cannot_be_requested_is_reported_and_leaves_the_boot_incomplet
 
 #[test]
 fn a_failed_agent_does_not_stop_the_boot_and_is_reported() {
-    let mock = Mock::start(|request: &Request| match request.path() {
+    let mock = Mock::old_server(|request: &Request| match request.path() {
         "/api/towns/t1/heartbeat" => Response::json(
             200,
             &json!({"draining": false, "cleared_drain": false, "registry": registry("c-old"),
@@ -283,6 +282,7 @@ fn a_failed_agent_does_not_stop_the_boot_and_is_reported() {
         container_id: "c-new".into(),
         root: root.path().to_owned(),
         progress: false,
+        chunk_cache: None,
     };
     let report = boot(&mock.client(), "t1", &options, &mut |_| {}).expect("boot");
     assert!(!report.complete());
@@ -322,15 +322,18 @@ fn drain_options(root: &Path, budget: Duration) -> DrainOptions {
 
 #[test]
 fn drain_posts_the_eviction_then_flushes_every_agent_mayor_first() {
-    let mock = Mock::start(
-        |request: &Request| match (request.method.as_str(), request.path()) {
-            ("GET", "/api/towns/t1") => town_state(Some("c-old")),
-            ("POST", "/api/towns/t1/container-eviction") => Response::json(202, &json!({})),
-            ("GET", "/api/towns/t1/container-registry") => Response::json(200, &registry("c-old")),
-            ("PUT", _) => put_receipt(request),
-            _ => Response::error(404, "not_found", "none"),
-        },
-    );
+    let mock =
+        Mock::old_server(
+            |request: &Request| match (request.method.as_str(), request.path()) {
+                ("GET", "/api/towns/t1") => town_state(Some("c-old")),
+                ("POST", "/api/towns/t1/container-eviction") => Response::json(202, &json!({})),
+                ("GET", "/api/towns/t1/container-registry") => {
+                    Response::json(200, &registry("c-old"))
+                }
+                ("PUT", _) => put_receipt(request),
+                _ => Response::error(404, "not_found", "none"),
+            },
+        );
     let root = tempfile::tempdir().expect("tempdir");
     write_kilo_db(root.path(), "mayor");
     write_kilo_db(root.path(), "polecat-1");
@@ -384,7 +387,7 @@ fn drain_refuses_to_evict_or_overwrite_once_a_newer_container_took_over() {
     // A newer container heartbeat (it is the town's current one), or, before any heartbeat,
     // registered its agents.
     for (current, registered) in [(Some("c-newer"), "c-old"), (None, "c-newer")] {
-        let mock = Mock::start(move |request: &Request| match request.path() {
+        let mock = Mock::old_server(move |request: &Request| match request.path() {
             "/api/towns/t1" => town_state(current),
             "/api/towns/t1/container-eviction" => Response::json(202, &json!({})),
             "/api/towns/t1/container-registry" => Response::json(200, &registry(registered)),
@@ -408,14 +411,15 @@ fn drain_refuses_to_evict_or_overwrite_once_a_newer_container_took_over() {
 #[test]
 fn a_container_that_booted_from_its_predecessors_registry_drains_it() {
     // c-new heartbeat (it is current) and hydrated the agents c-old registered.
-    let mock = Mock::start(
-        |request: &Request| match (request.method.as_str(), request.path()) {
-            ("GET", "/api/towns/t1") => town_state(Some("c-new")),
-            ("GET", _) => Response::json(200, &registry("c-old")),
-            ("POST", _) => Response::json(202, &json!({})),
-            _ => put_receipt(request),
-        },
-    );
+    let mock =
+        Mock::old_server(
+            |request: &Request| match (request.method.as_str(), request.path()) {
+                ("GET", "/api/towns/t1") => town_state(Some("c-new")),
+                ("GET", _) => Response::json(200, &registry("c-old")),
+                ("POST", _) => Response::json(202, &json!({})),
+                _ => put_receipt(request),
+            },
+        );
     let root = tempfile::tempdir().expect("tempdir");
     write_kilo_db(root.path(), "mayor");
     let options = DrainOptions {
@@ -429,13 +433,14 @@ fn a_container_that_booted_from_its_predecessors_registry_drains_it() {
 
 #[test]
 fn agents_not_flushed_within_the_budget_are_reported_out_of_time() {
-    let mock = Mock::start(
-        |request: &Request| match (request.method.as_str(), request.path()) {
-            ("POST", _) => Response::json(202, &json!({})),
-            ("GET", _) => Response::json(200, &registry("c-old")),
-            _ => put_receipt(request).delayed(Duration::from_secs(3)),
-        },
-    );
+    let mock =
+        Mock::old_server(
+            |request: &Request| match (request.method.as_str(), request.path()) {
+                ("POST", _) => Response::json(202, &json!({})),
+                ("GET", _) => Response::json(200, &registry("c-old")),
+                _ => put_receipt(request).delayed(Duration::from_secs(3)),
+            },
+        );
     let root = tempfile::tempdir().expect("tempdir");
     for agent in ["mayor", "polecat-1", "polecat-2"] {
         write_kilo_db(root.path(), agent);
@@ -461,13 +466,14 @@ fn agents_not_flushed_within_the_budget_are_reported_out_of_time() {
 
 #[test]
 fn a_failed_eviction_notice_does_not_stop_the_flush() {
-    let mock = Mock::start(
-        |request: &Request| match (request.method.as_str(), request.path()) {
-            ("POST", _) => Response::error(401, "unauthorized", "bad token"),
-            ("GET", _) => Response::json(200, &registry("c-old")),
-            _ => put_receipt(request),
-        },
-    );
+    let mock =
+        Mock::old_server(
+            |request: &Request| match (request.method.as_str(), request.path()) {
+                ("POST", _) => Response::error(401, "unauthorized", "bad token"),
+                ("GET", _) => Response::json(200, &registry("c-old")),
+                _ => put_receipt(request),
+            },
+        );
     let root = tempfile::tempdir().expect("tempdir");
     write_kilo_db(root.path(), "mayor");
     let report = drain(
@@ -485,7 +491,7 @@ fn a_failed_eviction_notice_does_not_stop_the_flush() {
 #[test]
 fn a_retried_heartbeat_repeats_its_idempotency_key() {
     let attempts = std::sync::atomic::AtomicUsize::new(0);
-    let mock = Mock::start(move |request| {
+    let mock = Mock::old_server(move |request| {
         assert_eq!(request.path(), "/api/towns/t1/heartbeat");
         if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
             return Response::new(0);

@@ -82,7 +82,8 @@ fn is_null_body_status(status: http::StatusCode) -> bool {
 /// limit, and which the runtime enforces) the body is read in one piece.
 /// Without one (chunked) it is read chunk by chunk and refused as soon as it
 /// passes the limit, so an oversized upload is never held whole: a worker
-/// has 128 MB for everything.
+/// has 128 MB for everything. The rest of a refused body is read and
+/// dropped (see [`drain`]).
 pub async fn read_body(req: &mut Request, limit: u64) -> Result<Option<Vec<u8>>> {
     if req.inner().body().is_none() {
         return Ok(Some(Vec::new()));
@@ -97,6 +98,7 @@ pub async fn read_body(req: &mut Request, limit: u64) -> Result<Option<Vec<u8>>>
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk?;
         if !within(body.len().saturating_add(chunk.len())) {
+            drain(&mut chunks).await;
             return Ok(None);
         }
         body.extend_from_slice(&chunk);
@@ -104,23 +106,31 @@ pub async fn read_body(req: &mut Request, limit: u64) -> Result<Option<Vec<u8>>>
     Ok(Some(body))
 }
 
-/// An import's body as the API takes it: chunks as they arrive, refused
-/// (413) once they pass the limit. The platform caps request bodies before
-/// the worker sees them (100 MB on most plans), which is why imports can
-/// come in parts.
-pub fn body_stream(
-    req: &mut Request,
-    admitted: &Admitted,
-) -> Result<impl Stream<Item = std::result::Result<Bytes, ApiError>> + Unpin + use<>> {
-    let limit = admitted.body_limit();
-    let too_large = admitted.body_too_large();
-    let chunks: Box<dyn Stream<Item = Result<Vec<u8>>> + Unpin> = if req.inner().body().is_none() {
+/// The request body's chunks as they arrive (none for a bodiless request).
+pub type BodyChunks = Box<dyn Stream<Item = Result<Vec<u8>>> + Unpin>;
+
+/// The request body's chunks, for [`limited`] and then [`drain`].
+pub fn body_chunks(req: &mut Request) -> Result<BodyChunks> {
+    Ok(if req.inner().body().is_none() {
         Box::new(futures::stream::empty())
     } else {
         Box::new(req.stream()?)
-    };
+    })
+}
+
+/// An import's body as the API takes it: chunks as they arrive, refused
+/// (413) once they pass the limit. The platform caps request bodies before
+/// the worker sees them (100 MB on most plans), which is why imports can
+/// come in parts. It borrows the chunks so that what the API leaves unread
+/// can be [`drain`]ed.
+pub fn limited<'a>(
+    chunks: &'a mut BodyChunks,
+    admitted: &Admitted,
+) -> impl Stream<Item = std::result::Result<Bytes, ApiError>> + use<'a> {
+    let limit = admitted.body_limit();
+    let too_large = admitted.body_too_large();
     let mut received = 0u64;
-    Ok(chunks.map(move |chunk| {
+    chunks.map(move |chunk| {
         let chunk = chunk
             .map_err(|err| ApiError::invalid_request(format!("reading the body failed: {err}")))?;
         received = received.saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
@@ -128,19 +138,46 @@ pub fn body_stream(
             return Err(too_large.clone());
         }
         Ok(Bytes::from(chunk))
-    }))
+    })
 }
 
-/// Reads what is left of a streamed body, up to its limit. A refusal may
-/// come before any of it was read (a fenced container's import, a part out
-/// of order); workerd then held the connection's next request until it
-/// timed out (`wrangler dev --local`: about one time in three), so the rest
-/// is read and dropped before the answer goes out.
-pub async fn drain<S>(body: &mut S)
-where
-    S: Stream<Item = std::result::Result<Bytes, ApiError>> + Unpin,
-{
-    while let Some(Ok(_)) = body.next().await {}
+/// Reads what is left of a body a refusal did not need, and drops it.
+///
+/// Dropping the reader instead cancels the body while the client is still
+/// sending it, and `wrangler dev`'s proxy then answers 503 "Your worker
+/// restarted mid-request" in place of the refusal (and sometimes of the
+/// next request too). The platform caps request bodies, so this is bounded.
+pub async fn drain(chunks: &mut (impl Stream<Item = Result<Vec<u8>>> + Unpin)) {
+    while let Some(Ok(_)) = chunks.next().await {}
+}
+
+/// A snapshot's bytes, assembled from its chunks as they are read; a chunk
+/// that fails verification errors the stream, which cuts the response (the
+/// client sees fewer bytes than `Content-Length`).
+pub fn snapshot_response(
+    objects: crate::objects::EdgeObjects,
+    download: Box<stasis_api::snapshot::Download>,
+    head: &http::request::Parts,
+) -> Result<Response> {
+    let path = head.uri.path().to_owned();
+    let response_head = download.head();
+    let chunks = stasis_api::snapshot::stream(objects, download).map(move |chunk| {
+        chunk.map(Vec::from).map_err(|err| {
+            let detail = err.cause.as_deref().unwrap_or(&err.message);
+            worker::console_error!(
+                "snapshot download of {path} cut after its head was sent: {} {detail}",
+                err.code
+            );
+            worker::Error::RustError("the download was cut; the worker log holds the cause".into())
+        })
+    });
+    let headers = Headers::new();
+    for (name, value) in response_head.headers() {
+        if let Ok(value) = value.to_str() {
+            headers.set(name.as_str(), value)?;
+        }
+    }
+    Ok(Response::from_stream(chunks)?.with_headers(headers))
 }
 
 /// An export, streamed as it is read. A failure after the head was sent

@@ -44,9 +44,10 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Err(err) => return convert::to_worker(err.into_response()),
     };
     if admitted.streams_body() {
-        let mut body = convert::body_stream(&mut req, &admitted)?;
-        let answer = api.handle_streamed(admitted, &mut body).await;
-        convert::drain(&mut body).await;
+        let mut chunks = convert::body_chunks(&mut req)?;
+        let body = convert::limited(&mut chunks, &admitted);
+        let answer = api.handle_streamed(admitted, body).await;
+        convert::drain(&mut chunks).await;
         return reply(&api, answer, &head).await;
     }
     let Some(body) = convert::read_body(&mut req, admitted.body_limit()).await? else {
@@ -66,6 +67,9 @@ async fn reply(
         Reply::Full(response) => convert::to_worker(response),
         Reply::Stream(tail) => api.objects().open_tail(&tail).await,
         Reply::Export(export) => convert::export_response(api.objects().clone(), export, head),
+        Reply::Snapshot(download) => {
+            convert::snapshot_response(api.objects().clone(), download, head)
+        }
     }
 }
 

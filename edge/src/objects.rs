@@ -1,7 +1,6 @@
 //! The worker's [`Objects`] port: calls go to each object's Durable Object.
 
 use crate::snapshots::{AgentStub, WorkersKv};
-use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use stasis_api::{Objects, Snapshots, sse::Tail};
 use stasis_domain::{
@@ -9,7 +8,6 @@ use stasis_domain::{
     agent::{AgentCall, AgentReply},
     fence::Fence,
     ids::AgentKey,
-    snapshot::{self, PutRequest, SnapshotMeta, StagedSnapshot, saga},
     town::{TownCall, TownReply},
 };
 use std::time::Duration;
@@ -164,54 +162,22 @@ impl Objects for EdgeObjects {
 }
 
 impl Snapshots for EdgeObjects {
-    async fn snapshot_put(
-        &self,
-        key: &AgentKey,
-        request: PutRequest,
-        body: Bytes,
-    ) -> Result<SnapshotMeta, DomainError> {
-        let kv = WorkersKv::open(&self.env)?;
-        saga::put(&self.stub(key), &kv, &request, &body).await
+    type Object<'a> = AgentStub<'a>;
+    type Blobs = WorkersKv;
+
+    fn snapshot_object<'a>(&'a self, key: &'a AgentKey) -> AgentStub<'a> {
+        self.stub(key)
     }
 
-    async fn snapshot_read(
-        &self,
-        key: &AgentKey,
-        with_bytes: bool,
-    ) -> Result<Option<(SnapshotMeta, Option<Bytes>)>, DomainError> {
-        let kv = WorkersKv::open(&self.env)?;
-        let found = saga::get(&self.stub(key), &kv, with_bytes).await?;
-        Ok(found.map(|(meta, bytes)| (meta, bytes.map(Bytes::from))))
-    }
-
-    async fn snapshot_delete(&self, key: &AgentKey) -> Result<(), DomainError> {
-        let kv = WorkersKv::open(&self.env)?;
-        saga::delete(&self.stub(key), &kv).await
-    }
-
-    async fn snapshot_wipe(&self, key: &AgentKey) -> Result<(), DomainError> {
-        let kv = WorkersKv::open(&self.env)?;
-        saga::wipe(&self.stub(key), &kv).await
-    }
-
-    async fn snapshot_stage(
-        &self,
-        key: &AgentKey,
-        request: PutRequest,
-        body: Bytes,
-    ) -> Result<StagedSnapshot, DomainError> {
-        let kv = WorkersKv::open(&self.env)?;
-        saga::stage(&self.stub(key), &kv, &request, &body).await
-    }
-
-    async fn snapshot_sweep(&self, key: &AgentKey) -> Result<(), DomainError> {
-        let kv = WorkersKv::open(&self.env)?;
-        saga::sweep(&self.stub(key), &kv, &snapshot::key_prefix(key))
-            .await
-            .map(drop)
+    fn snapshot_blobs(&self) -> Result<WorkersKv, DomainError> {
+        WorkersKv::open(&self.env)
     }
 
     fn snapshot_inline_limit(&self) -> u64 {
         crate::settings::snapshot_inline_limit(&self.env)
+    }
+
+    fn snapshot_limit(&self) -> u64 {
+        crate::settings::snapshot_limit(&self.env)
     }
 }

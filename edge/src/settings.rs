@@ -38,6 +38,16 @@ pub fn snapshot_inline_limit(env: &Env) -> u64 {
         .min(snapshot::MAX_INLINE_LIMIT)
 }
 
+/// `STASIS_MAX_SNAPSHOT_BYTES`, default 1 GiB: the largest snapshot
+/// accepted. A whole-file PUT is also bounded by the platform's request
+/// body limit (100 MB on most plans); the delta protocol is not.
+pub fn snapshot_limit(env: &Env) -> u64 {
+    env.var("STASIS_MAX_SNAPSHOT_BYTES")
+        .ok()
+        .and_then(|v| v.to_string().trim().parse::<u64>().ok())
+        .unwrap_or(snapshot::DEFAULT_SNAPSHOT_LIMIT)
+}
+
 /// The clock (wasm32 has no portable one; the Workers runtime has Date).
 pub fn now_ms() -> i64 {
     i64::try_from(worker::Date::now().as_millis()).unwrap_or(i64::MAX)

@@ -22,6 +22,12 @@ pub struct ServeConfig {
     pub max_events_per_agent: u64,
     /// Snapshots up to this many bytes are stored in the agent's SQL.
     pub snapshot_inline_limit: u64,
+    /// The largest snapshot accepted (whole-file or manifest); larger ones
+    /// are refused with 413.
+    pub snapshot_limit: u64,
+    /// How long uploaded chunks no manifest names yet are kept (an upload
+    /// in progress) before they are collected.
+    pub snapshot_pending_ttl: Duration,
     /// The keys tokens are signed and verified with; `None` serves
     /// loopback only, without auth.
     pub keys: Option<KeyRing>,

@@ -21,9 +21,17 @@ pub struct ServeArgs {
     #[arg(long, env = "STASIS_MAX_EVENTS_PER_AGENT", default_value_t = stasis_domain::limits::DEFAULT_MAX_EVENTS)]
     max_events_per_agent: u64,
     /// kilo.db snapshots up to this many bytes are stored in the agent's
-    /// SQL; larger ones (up to 26,214,400) in the KV folder.
+    /// SQL; larger ones in chunks in the KV folder.
     #[arg(long, env = "STASIS_SNAPSHOT_INLINE_LIMIT", default_value_t = stasis_domain::snapshot::DEFAULT_INLINE_LIMIT)]
     snapshot_inline_limit: u64,
+    /// The largest kilo.db snapshot accepted (1 GiB); a larger one is
+    /// refused with 413 and changes nothing.
+    #[arg(long, env = "STASIS_MAX_SNAPSHOT_BYTES", default_value_t = stasis_domain::snapshot::DEFAULT_SNAPSHOT_LIMIT)]
+    max_snapshot_bytes: u64,
+    /// How long uploaded snapshot chunks that no manifest names yet are
+    /// kept (an upload in progress) before they are collected.
+    #[arg(long, env = "STASIS_SNAPSHOT_PENDING_TTL", default_value = "1h")]
+    snapshot_pending_ttl: humantime::Duration,
     #[command(flatten)]
     limits: LimitArgs,
     #[command(flatten)]
@@ -73,6 +81,8 @@ impl ServeArgs {
             durability: self.durability,
             max_events_per_agent: self.max_events_per_agent,
             snapshot_inline_limit: self.snapshot_inline_limit,
+            snapshot_limit: self.max_snapshot_bytes,
+            snapshot_pending_ttl: self.snapshot_pending_ttl.into(),
             keys: config::load_keys(self.secret.sources())?,
             server: ServerLimits {
                 header_timeout: limits.header_timeout.into(),

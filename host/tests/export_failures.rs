@@ -102,10 +102,13 @@ fn a_failure_after_the_export_started_cuts_it_and_is_logged() {
         ),
         201
     );
-    // The KV file rots after it was stored: its bytes no longer match the
-    // recorded sha256, which the export finds only when it reaches them.
-    let kv = data.join("kv/snapshots/fail/r/a/v1");
-    std::fs::write(&kv, vec![8u8; snapshot.len()]).expect("rot the KV file");
+    // The chunks rot after they were stored: their bytes no longer match
+    // their sha256, which the export finds only when it reaches them.
+    let chunks = data.join("kv/snapshots/fail/r/a/chunks");
+    for chunk in std::fs::read_dir(&chunks).expect("the chunks").flatten() {
+        let len = std::fs::metadata(chunk.path()).expect("a chunk").len();
+        std::fs::write(chunk.path(), vec![8u8; len as usize]).expect("rot a chunk");
+    }
 
     let mut response = client()
         .get(format!("{}{AGENT}/export", server.base))

@@ -7,7 +7,6 @@
 
 #![allow(clippy::expect_used, clippy::panic, reason = "tests fail loudly")]
 
-use bytes::Bytes;
 use stasis_api::{Objects, Snapshots};
 use stasis_domain::{
     DomainError,
@@ -15,7 +14,12 @@ use stasis_domain::{
     event_log::{AppendBatch, NewEvent, ReadQuery},
     fence::{FENCED, Fence},
     ids::AgentKey,
-    snapshot::{self, PutRequest},
+    snapshot::{
+        self, PutRequest,
+        chunk_saga::{self, CommitRequest},
+        manifest::Manifest,
+        saga,
+    },
     town::{TownCall, TownReply},
 };
 use stasis_host::{
@@ -30,6 +34,8 @@ fn objects(data: &std::path::Path) -> HostObjects {
         durability: stasis_sqlite::Durability::Os,
         max_events_per_agent: 100,
         snapshot_inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
+        snapshot_limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
+        snapshot_pending_ttl: std::time::Duration::from_secs(3600),
         keys: None,
         server: ServerLimits::default(),
         objects: ObjectLimits::default(),
@@ -70,6 +76,61 @@ async fn last_seq(objects: &HostObjects, key: &AgentKey) -> u64 {
     }
 }
 
+async fn put_chunk(
+    objects: &HostObjects,
+    key: &AgentKey,
+    bytes: &[u8],
+) -> Result<bool, DomainError> {
+    let upload = chunk_saga::Upload {
+        started_at: objects.now_ms(),
+        pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
+    };
+    let blobs = objects.snapshot_blobs()?;
+    let object = objects.snapshot_object(key);
+    let prefix = snapshot::key_prefix(key);
+    let name = snapshot::sha256_hex(bytes);
+    chunk_saga::put_chunk(&object, &blobs, &prefix, &name, bytes, upload).await
+}
+
+/// Every snapshot write of `zombie` is refused: a whole-file put, a chunk
+/// upload, a `missing` query and the commit of a manifest naming `early`,
+/// a chunk it uploaded before it was superseded.
+async fn assert_snapshot_writes_fenced(zombie: &HostObjects, key: &AgentKey, early: &[u8]) {
+    let (object, blobs) = (
+        zombie.snapshot_object(key),
+        zombie.snapshot_blobs().expect("blobs"),
+    );
+    let request = PutRequest {
+        expected_sha256: None,
+        precondition: None,
+        event_watermark: None,
+        inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
+        key_prefix: snapshot::key_prefix(key),
+        limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
+        pending_ttl_ms: zombie.snapshot_pending_ttl_ms(),
+    };
+    let put = saga::put(&object, &blobs, &request, b"zombie bytes").await;
+    assert_fenced(put, "c-b");
+    assert_fenced(put_chunk(zombie, key, b"a later chunk").await, "c-b");
+    let name = snapshot::sha256_hex(early);
+    let asked = chunk_saga::missing(&object, vec![name.clone()], 1000).await;
+    assert_fenced(asked, "c-b");
+    let manifest = Manifest {
+        size: u64::try_from(early.len()).expect("size"),
+        sha256: name.clone(),
+        chunk_size: 4096,
+        chunks: vec![name],
+    };
+    let commit = CommitRequest {
+        manifest,
+        precondition: None,
+        event_watermark: None,
+        limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
+    };
+    let committed = chunk_saga::commit(&object, &blobs, &request.key_prefix, commit).await;
+    assert_fenced(committed, "c-b");
+}
+
 #[test]
 fn an_agent_refuses_a_write_older_than_the_newest_container_that_wrote_to_it() {
     let data = tempfile::tempdir().expect("temp dir");
@@ -82,27 +143,16 @@ fn an_agent_refuses_a_write_older_than_the_newest_container_that_wrote_to_it() {
             objects.fenced(fence("c-b", 2)),
         );
         zombie.agent(&key, append()).await.expect("a writes first");
+        let early = b"a chunk a uploaded while it held the town";
+        put_chunk(&zombie, &key, early)
+            .await
+            .expect("a uploads a chunk first");
         successor.agent(&key, append()).await.expect("b writes");
         assert_fenced(zombie.agent(&key, append()).await, "c-b");
-        let request = PutRequest {
-            expected_sha256: None,
-            precondition: None,
-            event_watermark: None,
-            inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
-            key_prefix: snapshot::key_prefix(&key),
-        };
-        let put = zombie
-            .snapshot_put(&key, request, Bytes::from_static(b"zombie bytes"))
-            .await;
-        assert_fenced(put, "c-b");
+        assert_snapshot_writes_fenced(&zombie, &key, early).await;
         assert_eq!(last_seq(&objects, &key).await, 2);
-        assert!(
-            objects
-                .snapshot_read(&key, false)
-                .await
-                .expect("read")
-                .is_none()
-        );
+        let current = chunk_saga::plan(&objects.snapshot_object(&key), false).await;
+        assert!(matches!(current, Ok(None)), "no snapshot: {current:?}");
         let read = zombie
             .agent(&key, AgentCall::ReadEvents(ReadQuery::after(0)))
             .await;

@@ -1,7 +1,9 @@
-//! A host killed in the middle of snapshot uploads loses nothing it
-//! acknowledged and never serves a mix: after a restart, the snapshot is
-//! one of the bodies that was sent, whole and matching its sha256, and the
-//! KV folder holds no key the metadata does not name once a sweep ran.
+//! A host killed in the middle of snapshot uploads (whole-file PUTs and
+//! chunked pushes over the delta protocol) loses nothing it acknowledged
+//! and never serves a mix: after a restart, the snapshot is one of the
+//! bodies that was sent, whole and matching its sha256, and once a sweep
+//! ran (past the pending time) the KV folder holds exactly the chunks the
+//! current manifest names.
 
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 
@@ -19,6 +21,11 @@ use std::{
 use support::{Server, admin, agent};
 
 const SNAPSHOT_PATH: &str = "/api/towns/crash/rigs/r/agents/mayor/db-snapshot";
+/// Uploaded chunks no manifest names are kept this long: short, so that
+/// the sweep after the restart may collect what the killed pushes left.
+const PENDING_TTL: &str = "1s";
+/// The chunk size of the delta pushes.
+const CHUNK: usize = 32 * 1024;
 
 /// Bodies on both sides of the inline limit, each distinct.
 fn body(round: usize, writer: usize) -> Vec<u8> {
@@ -40,7 +47,7 @@ fn hex_sha256(bytes: &[u8]) -> String {
 #[test]
 fn every_read_after_kill_dash_nine_is_a_whole_snapshot() {
     let data = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(data.path(), &[]);
+    let server = Server::start(data.path(), &["--snapshot-pending-ttl", PENDING_TTL]);
     let url = format!("{}{SNAPSHOT_PATH}", server.base);
     // Every body sent (acknowledged or not), by sha256; and the newest
     // acknowledged version.
@@ -48,7 +55,7 @@ fn every_read_after_kill_dash_nine_is_a_whole_snapshot() {
     let newest_acknowledged = Arc::new(Mutex::new(0_u64));
     let stop = Arc::new(AtomicBool::new(false));
 
-    let writers: Vec<_> = (0..3)
+    let writers: Vec<_> = (0..4)
         .map(|writer| {
             let (url, sent, newest, stop) = (
                 url.clone(),
@@ -67,18 +74,16 @@ fn every_read_after_kill_dash_nine_is_a_whole_snapshot() {
                     sent.lock()
                         .expect("lock")
                         .insert(sha.clone(), bytes.clone());
-                    let Ok(mut response) = client
-                        .put(&url)
-                        .header("Authorization", admin())
-                        .header("Content-Type", "application/octet-stream")
-                        .header("X-Stasis-Sha256", &sha)
-                        .send(&bytes[..])
-                    else {
+                    // Writer 3 pushes chunks; the others PUT the whole file.
+                    let pushed = if writer == 3 {
+                        delta_push(&client, &url, &bytes)
+                    } else {
+                        whole_put(&client, &url, &bytes)
+                    };
+                    let Some(receipt) = pushed else {
                         return; // the server is gone
                     };
-                    if response.status() == 201 {
-                        let receipt: serde_json::Value =
-                            response.body_mut().read_json().expect("a JSON receipt");
+                    if let Some(receipt) = receipt {
                         assert_eq!(receipt["sha256"], sha.as_str());
                         let version = receipt["version"].as_u64().expect("a version");
                         let mut newest = newest.lock().expect("lock");
@@ -101,7 +106,7 @@ fn every_read_after_kill_dash_nine_is_a_whole_snapshot() {
         "some uploads finished before the kill"
     );
 
-    let server = Server::start(data.path(), &[]);
+    let server = Server::start(data.path(), &["--snapshot-pending-ttl", PENDING_TTL]);
     let url = format!("{}{SNAPSHOT_PATH}", server.base);
     let client = agent();
     let mut response = client
@@ -140,22 +145,105 @@ fn every_read_after_kill_dash_nine_is_a_whole_snapshot() {
         "an acknowledged snapshot (version {newest_acknowledged}) was lost: found {version}"
     );
 
-    // One more upload sweeps what the crash left in the KV folder.
+    // Past the pending time, one more upload sweeps what the crash left.
+    std::thread::sleep(Duration::from_millis(1_500));
     let last = body(7, 7);
-    let status = client
-        .put(&url)
-        .header("Authorization", admin())
-        .header("Content-Type", "application/octet-stream")
-        .send(&last[..])
-        .expect("PUT after restart")
-        .status();
-    assert_eq!(status, 201);
-    let keys = kv_files(&data.path().join("kv/snapshots/crash/r/mayor"));
-    assert!(
-        keys.len() <= 1,
-        "only the current version's key may remain, found {keys:?}"
+    let receipt = whole_put(&client, &url, &last).expect("the server answers");
+    assert!(receipt.is_some(), "the PUT after the restart is stored");
+    let agent_dir = data.path().join("kv/snapshots/crash/r/mayor");
+    assert_eq!(kv_files(&agent_dir), vec!["chunks".to_owned()]);
+    let mut stored = kv_files(&agent_dir.join("chunks"));
+    stored.sort();
+    let mut named = manifest_chunks(&client, &url);
+    named.sort();
+    named.dedup();
+    assert_eq!(
+        stored, named,
+        "the KV folder holds exactly the current chunks"
     );
     drop(server);
+}
+
+/// A whole-file PUT: `None` when the server is gone, `Some(None)` when it
+/// refused, `Some(Some(receipt))` when it stored the body.
+fn whole_put(client: &ureq::Agent, url: &str, bytes: &[u8]) -> Option<Option<serde_json::Value>> {
+    let mut response = client
+        .put(url)
+        .header("Authorization", admin())
+        .header("Content-Type", "application/octet-stream")
+        .header("X-Stasis-Sha256", hex_sha256(bytes))
+        .send(bytes)
+        .ok()?;
+    if response.status() != 201 {
+        return Some(None);
+    }
+    Some(response.body_mut().read_json().ok())
+}
+
+/// A push over the delta protocol: which chunks are missing, their upload,
+/// then the manifest's commit. Answers as [`whole_put`].
+fn delta_push(client: &ureq::Agent, url: &str, bytes: &[u8]) -> Option<Option<serde_json::Value>> {
+    let chunks: Vec<&[u8]> = bytes.chunks(CHUNK).collect();
+    let names: Vec<String> = chunks.iter().map(|c| hex_sha256(c)).collect();
+    let mut asked = client
+        .post(&format!("{url}/missing"))
+        .header("Authorization", admin())
+        .send_json(serde_json::json!({ "chunks": names }))
+        .ok()?;
+    let missing: serde_json::Value = asked.body_mut().read_json().ok()?;
+    let missing: Vec<&str> = missing["missing"]
+        .as_array()
+        .map(|list| list.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    for (name, chunk) in names.iter().zip(&chunks) {
+        if !missing.contains(&name.as_str()) {
+            continue;
+        }
+        let status = client
+            .put(&format!("{url}/chunks/{name}"))
+            .header("Authorization", admin())
+            .header("Content-Type", "application/octet-stream")
+            .send(*chunk)
+            .ok()?
+            .status();
+        if !status.is_success() {
+            return Some(None);
+        }
+    }
+    let manifest = serde_json::json!({
+        "size": bytes.len(),
+        "sha256": hex_sha256(bytes),
+        "chunk_size": CHUNK,
+        "chunks": names,
+    });
+    let mut committed = client
+        .put(&format!("{url}/manifest"))
+        .header("Authorization", admin())
+        .send_json(manifest)
+        .ok()?;
+    if committed.status() != 201 {
+        return Some(None);
+    }
+    Some(committed.body_mut().read_json().ok())
+}
+
+/// The chunks the current manifest names.
+fn manifest_chunks(client: &ureq::Agent, url: &str) -> Vec<String> {
+    let mut response = client
+        .get(&format!("{url}/manifest"))
+        .header("Authorization", admin())
+        .call()
+        .expect("GET manifest");
+    assert_eq!(response.status(), 200);
+    let manifest: serde_json::Value = response.body_mut().read_json().expect("a manifest");
+    manifest["chunks"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn kv_files(dir: &std::path::Path) -> Vec<String> {
@@ -170,7 +258,7 @@ fn kv_files(dir: &std::path::Path) -> Vec<String> {
 }
 
 #[test]
-fn deleting_a_kv_snapshot_removes_its_key() {
+fn deleting_a_kv_snapshot_removes_its_chunks() {
     let data = tempfile::tempdir().expect("temp dir");
     let server = Server::start(data.path(), &[]);
     let url = format!("{}{SNAPSHOT_PATH}", server.base);
@@ -186,11 +274,12 @@ fn deleting_a_kv_snapshot_removes_its_key() {
             .status();
         assert_eq!(status, 201);
     }
-    assert_eq!(
-        kv_files(&folder),
-        vec!["v2".to_owned()],
-        "v1 was superseded"
-    );
+    let mut stored = kv_files(&folder.join("chunks"));
+    stored.sort();
+    let mut named = manifest_chunks(&client, &url);
+    named.sort();
+    named.dedup();
+    assert_eq!(stored, named, "the first version's chunks were collected");
     let status = client
         .delete(&url)
         .header("Authorization", admin())
@@ -199,7 +288,7 @@ fn deleting_a_kv_snapshot_removes_its_key() {
         .status();
     assert_eq!(status, 204);
     assert!(
-        kv_files(&folder).is_empty(),
-        "the KV key went with the snapshot"
+        kv_files(&folder.join("chunks")).is_empty(),
+        "the chunks went with the snapshot"
     );
 }

@@ -2,6 +2,7 @@
 //! `wrangler dev --local`, workload by workload, from the same run, with the
 //! CPU time each side's processes used and why a row is close.
 
+mod chunk_rows;
 mod explanations;
 mod per_op;
 mod rows;

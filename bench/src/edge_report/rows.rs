@@ -142,6 +142,7 @@ pub fn rows(r: &Results) -> Vec<EdgeRow> {
         ));
     }
     rows.extend(state_rows(&r.state, &e.state, row));
+    rows.extend(super::chunk_rows::chunk_rows(&r.state, &e.state));
     rows.push(EdgeRow {
         note: vec!["no storage: the request path alone, for the explanation below".to_owned()],
         ..row(

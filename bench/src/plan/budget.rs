@@ -1,6 +1,6 @@
 //! The bounds of every loop in a run: full, or shrunk by `--quick`.
 
-use crate::workloads::{Bounds, push, recovery};
+use crate::workloads::{Bounds, memory, push, recovery};
 
 /// Bounds for every loop; `--quick` shrinks them.
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +33,14 @@ pub struct Budget {
     pub pushes: Bounds,
     /// Bytes of the live database pushed.
     pub push_db_bytes: u64,
+    /// Delta push rounds (each with its whole-file push).
+    pub deltas: Bounds,
+    /// Pull rounds of each size.
+    pub pulls: Bounds,
+    /// Bytes of the large database pulled.
+    pub pull_large_bytes: u64,
+    /// Bytes PUT and GET while the host's peak memory is read.
+    pub rss_bytes: usize,
     /// Conversation rebuild rounds.
     pub rebuilds: Bounds,
     /// Recoveries.
@@ -60,6 +68,10 @@ impl Budget {
                 native_snapshot: Bounds::new(2, 10),
                 pushes: Bounds::new(2, 20),
                 push_db_bytes: 5_000_000,
+                deltas: Bounds::new(2, 30),
+                pulls: Bounds::new(2, 30),
+                pull_large_bytes: 10_000_000,
+                rss_bytes: memory::QUICK,
                 rebuilds: Bounds::new(3, 10),
                 recoveries: Bounds::new(1, 60),
                 recovery_bytes: 4_000_000,
@@ -80,6 +92,10 @@ impl Budget {
                 native_snapshot: Bounds::new(5, 30),
                 pushes: Bounds::new(5, 60),
                 push_db_bytes: push::DB_BYTES,
+                deltas: Bounds::new(5, 90),
+                pulls: Bounds::new(5, 120),
+                pull_large_bytes: 100_000_000,
+                rss_bytes: memory::LARGEST,
                 rebuilds: Bounds::new(10, 30),
                 recoveries: Bounds::new(3, 120),
                 recovery_bytes: recovery::SNAPSHOT_BYTES,

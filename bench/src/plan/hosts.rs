@@ -60,14 +60,14 @@ pub(super) fn spawned(
     let rss = config("stasis-rss", HostDurability::Fsync)?;
     results.peak_rss = step(
         &format!(
-            "stasis: peak RSS during one {} PUT (fresh host)",
-            size(memory::LARGEST as u64)
+            "stasis: peak RSS during one {} PUT and GET (fresh host)",
+            size(ctx.budget.rss_bytes as u64)
         ),
         || {
             ctx.rt.block_on(memory::peak_rss(
                 &rss,
                 &ctx.agent_path("rss"),
-                memory::LARGEST,
+                ctx.budget.rss_bytes,
             ))
         },
     );

@@ -11,8 +11,10 @@ use crate::{
     workloads::{
         catchup,
         conversation::{self, Rebuilds},
-        push::{self, Pushes},
+        delta,
+        push::{self, LiveDb, Pushes},
         recovery::{self, Recoveries},
+        restore::{self, Pulls},
         snapshot,
     },
 };
@@ -73,6 +75,7 @@ pub(super) fn state_workloads(ctx: &Ctx, host: &Server, edge: &Server, r: &mut R
     };
     (r.state.push, r.state.push_raw) = push_then_put(host);
     (r.edge.state.push, r.edge.state.push_raw) = push_then_put(edge);
+    chunk_workloads(ctx, host, edge, &db, r);
     drop(db);
 
     let session = "ses-main";
@@ -125,4 +128,53 @@ pub(super) fn state_workloads(ctx: &Ctx, host: &Server, edge: &Server, r: &mut R
     };
     r.state.recovery = recoveries(host);
     r.edge.state.recovery = recoveries(edge);
+}
+
+/// The chunked snapshot figures, host then edge: the delta push after one
+/// turn of the live database (against the whole-file push of it), and the
+/// pulls of it and of a 100 MB database (against a native copy).
+fn chunk_workloads(
+    ctx: &Ctx,
+    host: &Server,
+    edge: &Server,
+    db: &Measured<LiveDb>,
+    r: &mut Results,
+) {
+    let budget = ctx.budget;
+    let live = || {
+        db.as_ref()
+            .map_err(|missing| anyhow!("no live database: {missing:?}"))
+    };
+    let deltas = |server: &Server| {
+        let what = format!("{}: delta push after one turn", server.side.name());
+        ctx.on(&server.target, &what, async |ep| {
+            delta::delta_pushes(ep, &ctx.town, "delta", live()?, budget.deltas).await
+        })
+    };
+    r.state.delta = deltas(host);
+    r.edge.state.delta = deltas(edge);
+
+    let large = ctx.native(
+        &format!(
+            "native: a {} SQLite database",
+            size(budget.pull_large_bytes)
+        ),
+        |dir| push::live_database(dir, budget.pull_large_bytes),
+    );
+    let pulls = |server: &Server, source: &Measured<LiveDb>, name: &str| -> Measured<Pulls> {
+        let side = server.side.name();
+        let scratch = ctx.scratch(&format!("pull-{name}-{side}"))?;
+        let what = format!("{side}: pull of the {name} database");
+        ctx.on(&server.target, &what, async |ep| {
+            let source = source
+                .as_ref()
+                .map_err(|missing| anyhow!("no database: {missing:?}"))?;
+            let agent = format!("pull-{name}");
+            restore::pulls(ep, &ctx.town, &agent, &source.path, &scratch, budget.pulls).await
+        })
+    };
+    r.state.pull_small = pulls(host, db, "live");
+    r.edge.state.pull_small = pulls(edge, db, "live");
+    r.state.pull_large = pulls(host, &large, "large");
+    r.edge.state.pull_large = pulls(edge, &large, "large");
 }

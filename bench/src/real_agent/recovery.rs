@@ -153,6 +153,7 @@ fn container_b(
         container_id: town::new_container_id(),
         root: root.to_owned(),
         progress: false,
+        chunk_cache: None,
     };
     let report = boot(client, town, &options, &mut |_| {})?;
     let boot_took = started.elapsed();

@@ -73,10 +73,14 @@ impl Figure {
             Figure::Memory(m) => {
                 let mib = |kib: u64| kib as f64 / 1024.0;
                 format!(
-                    "VmHWM {:.1} MiB from VmRSS {:.1} MiB before: +{:.1} MiB = {:.2}× the body{}",
+                    "PUT: VmHWM {:.1} MiB from VmRSS {:.1} MiB before (+{:.1} MiB); GET: VmHWM \
+                     {:.1} MiB from {:.1} MiB (+{:.1} MiB); the larger = {:.3}× the body{}",
                     mib(m.peak_kib),
                     mib(m.before_kib),
                     mib(m.peak_kib.saturating_sub(m.before_kib)),
+                    mib(m.get_peak_kib),
+                    mib(m.before_get_kib),
+                    mib(m.get_peak_kib.saturating_sub(m.before_get_kib)),
                     m.copies(),
                     if m.peak_reset {
                         ""

@@ -39,13 +39,28 @@ pub(super) const SNAPSHOT_NOTES: &str = "\
   baselines is the hashing floor on this CPU.
 - Peak memory: a fresh `stasis serve` stores a 1 KiB snapshot (warm-up: the agent's object and the
   snapshot code loaded), the peak is reset (`5` into `/proc/PID/clear_refs`), `VmRSS` is read, one
-  26,214,400 B PUT is sent and `VmHWM` read from `/proc/PID/status`. The growth is
-  `VmHWM − VmRSS before`, also as a multiple of the body.
-- `snapshot push`: `stasis_client::snapshot::push` as a container runs it (SQLite's online backup
-  of the open WAL database into a temp folder, its sha256, the upload streamed from the file with
-  `X-Stasis-Sha256`, the receipt checked), no writer running meanwhile; each push is followed by
-  its local part alone (backup and hash, no request), timed apart. The baseline, right after the
-  pushes, is as many PUTs of as many pseudo-random bytes by the bench's own HTTP client.
+  PUT of the stated size (1 GiB, the default snapshot limit) is sent and `VmHWM` read from
+  `/proc/PID/status`; then the peak is reset again and the same is read around the GET of it. The
+  growth is `VmHWM − VmRSS before` of the larger of the two, also as a multiple of the body: the
+  server splits and assembles streaming, so it must not grow with the body.
+- `snapshot push --whole-file`: `stasis_client::snapshot::push` as a container runs it, the whole
+  file in one request (SQLite's online backup of the open WAL database into a temp folder, its
+  chunk hashes and sha256, the upload streamed from the file with `X-Stasis-Sha256`, the receipt
+  checked), no writer running meanwhile; each push is followed by its local part alone (backup and
+  hash, no request), timed apart. The baseline, right after the pushes, is as many PUTs of as many
+  pseudo-random bytes by the bench's own HTTP client.
+- Delta push after one turn: each round first pushes the live database by chunks (untimed: the
+  server then holds its chunks, as after a sidecar's previous push), then rewrites 6 `part` rows
+  spread over the file with new text of the same length in one transaction (a kilo turn changed 6
+  of 6,623 pages of a real 27 MB kilo.db), then times `snapshot push` (backup copy, 32 KiB chunks
+  hashed, `POST .../missing`, the missing chunks uploaded 8 at a time, the manifest committed),
+  then, same round, `snapshot push --whole-file` of the same database: the baseline. Bytes sent
+  are the chunks' bytes (the largest round); the request bodies with the JSON of `missing` and of
+  the manifest (64 hex digits per chunk, twice) are given beside them.
+- Pull (restore): a SQLite database pushed once by chunks, then `snapshot pull` into a fresh path
+  with no chunk cache (the manifest, every chunk fetched 8 at a time and checked against its
+  sha256, written at its offset, the whole file's sha256, `PRAGMA quick_check`, fsync, rename),
+  then, same round, the baseline: a native copy of the pulled file, `fsync`, and its sha256.
 - Conversation rebuild: 10,000 events shaped as an agent SDK streams them (a user message is one
   `message.completed` with its text; an assistant message a `message.created`, 10 to 70
   `message_part.updated` with a `delta` of a few words, and a `message.completed`), appended to one
@@ -54,11 +69,13 @@ pub(super) const SNAPSHOT_NOTES: &str = "\
   too), and right after as many `GET /events?after=0&limit=10000` of the same events (one page).
 - Recovery: the spec's scenario. Container A registers a Mayor and two polecats, heartbeats,
   publishes its registry, streams 300 events of the Mayor's conversation, saves a checkpoint and
-  pushes a kilo.db per agent (pseudo-random, the stated size). Each round, the last container is
+  pushes a kilo.db per agent (a SQLite database of pseudo-random text rows, the stated size:
+  the pull checks it with `PRAGMA quick_check`). Each round, the last container is
   evicted and the user messages the Mayor in the gap (deferred); then a new container runs
   `stasis-client`'s boot steps, timed: the heartbeat (which clears the drain and carries the
   Mayor's dispatch, rebuilt with the gap message) and each agent's snapshot pulled in turn into an
-  empty folder (streamed, sha256-verified, fsynced, renamed into place). Checked outside the clock:
+  empty folder (by chunks, each and the whole sha256-verified, `quick_check`, fsynced, renamed into
+  place). Checked outside the clock:
   every digest, every file's size, the dispatch's checkpoint and the gap message in its prompt.
   The 5–7 minutes and the 6–10 s target are the issue's figures for the system stasis replaces,
   not measured here.

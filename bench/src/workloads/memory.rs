@@ -1,6 +1,8 @@
-//! Peak memory of the host during the largest snapshot PUT: a fresh
+//! Peak memory of the host during a large snapshot PUT and GET: a fresh
 //! `stasis serve`, its resident set read from `/proc/PID/status` before one
-//! 25 MiB PUT (`VmRSS`) and its peak after (`VmHWM`).
+//! PUT (`VmRSS`) and its peak after (`VmHWM`), then the same around the GET
+//! of it. 1 GiB in a full run (the default snapshot limit): the server splits
+//! and assembles streaming, so the peak must not grow with the body.
 
 use crate::{
     client::{Call, Conn},
@@ -11,8 +13,10 @@ use anyhow::{Context, Result};
 use bytes::Bytes;
 use hyper::Method;
 
-/// The largest snapshot the contract stores: 26,214,400 B (25 MiB).
-pub const LARGEST: usize = 26_214_400;
+/// The body of a full run: 1 GiB, the default snapshot limit.
+pub const LARGEST: usize = 1 << 30;
+/// The body of a quick run: 25 MiB.
+pub const QUICK: usize = 26_214_400;
 
 /// What `/proc` said around the PUT.
 #[derive(Debug, Clone, Copy)]
@@ -27,21 +31,27 @@ pub struct PeakRss {
     /// `/proc/PID/clear_refs`); if not, `peak_kib` may be an earlier peak
     /// (the start, the warm-up).
     pub peak_reset: bool,
+    /// `VmRSS` just before the GET, in KiB (the peak reset again).
+    pub before_get_kib: u64,
+    /// `VmHWM` after the GET, in KiB.
+    pub get_peak_kib: u64,
 }
 
 impl PeakRss {
-    /// How many times the body the PUT added to the resident set at its
-    /// peak: `(VmHWM − VmRSS before) / body`.
+    /// How many times the body the PUT or the GET (the larger) added to the
+    /// resident set at its peak: `(VmHWM − VmRSS before) / body`.
     pub fn copies(&self) -> f64 {
-        let grown = self.peak_kib.saturating_sub(self.before_kib) as f64 * 1024.0;
-        grown / self.body.max(1) as f64
+        let put = self.peak_kib.saturating_sub(self.before_kib);
+        let get = self.get_peak_kib.saturating_sub(self.before_get_kib);
+        put.max(get) as f64 * 1024.0 / self.body.max(1) as f64
     }
 }
 
 /// Starts a host on `config`, stores a 1 KiB snapshot for `agent_path` (the
 /// warm-up: the agent's object and the snapshot code are then loaded, as
 /// they are on any server that has served a snapshot), resets the peak,
-/// reads `VmRSS`, PUTs `body` bytes for the same agent and reads `VmHWM`.
+/// reads `VmRSS`, PUTs `body` bytes for the same agent and reads `VmHWM`,
+/// then does the same around the GET of them.
 pub async fn peak_rss(config: &HostConfig, agent_path: &str, body: usize) -> Result<PeakRss> {
     let host = StasisHost::start(config).await?;
     let pid = host.pid().context("the host has no pid")?;
@@ -58,12 +68,22 @@ pub async fn peak_rss(config: &HostConfig, agent_path: &str, body: usize) -> Res
         .await?;
     let peak_kib = status_kib(pid, "VmHWM")?;
     check_receipt(&receipt, body)?;
+    let peak_reset = peak_reset && std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok();
+    let before_get_kib = status_kib(pid, "VmRSS")?;
+    let got = conn.expect_ok(&Call::get(path.as_str())).await?;
+    let get_peak_kib = status_kib(pid, "VmHWM")?;
+    if got.len() != body {
+        anyhow::bail!("the GET answered {} bytes, {body} were PUT", got.len());
+    }
+    drop(got);
     host.stop()?;
     Ok(PeakRss {
         body,
         before_kib,
         peak_kib,
         peak_reset,
+        before_get_kib,
+        get_peak_kib,
     })
 }
 
@@ -100,7 +120,14 @@ mod tests {
             before_kib: 1000,
             peak_kib: 1000 + 3 * 1024,
             peak_reset: true,
+            before_get_kib: 2000,
+            get_peak_kib: 2000 + 1024,
         };
         assert!((peak.copies() - 3.0).abs() < 1e-9);
+        let get = PeakRss {
+            get_peak_kib: 2000 + 5 * 1024,
+            ..peak
+        };
+        assert!((get.copies() - 5.0).abs() < 1e-9, "the larger of the two");
     }
 }

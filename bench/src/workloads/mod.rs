@@ -5,11 +5,13 @@
 
 pub mod catchup;
 pub mod conversation;
+pub mod delta;
 pub mod latency;
 pub mod many_agents;
 pub mod memory;
 pub mod push;
 pub mod recovery;
+pub mod restore;
 pub mod snapshot;
 pub mod sse;
 pub mod startup;

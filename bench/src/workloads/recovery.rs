@@ -16,7 +16,7 @@ use crate::{
     stats::Latency,
     workloads::{
         conversation,
-        snapshot::{check_receipt, random_bytes, sha256_hex},
+        snapshot::{check_receipt, sha256_hex, sqlite_bytes},
     },
 };
 use anyhow::{Context, Result, bail};
@@ -119,15 +119,23 @@ pub async fn prepare(endpoint: &Arc<Endpoint>, town: &str, bytes: usize) -> Resu
     ))
     .await?;
     let mut digests = Vec::new();
+    let mut sizes = Vec::new();
     for (index, (agent, _)) in (0u64..).zip(AGENTS) {
-        let body = Bytes::from(random_bytes(bytes, 100 + index));
+        // A real database: the pull checks it with `PRAGMA quick_check`.
+        let body = Bytes::from(sqlite_bytes(bytes, 100 + index)?);
         digests.push((agent, sha256_hex(&body)));
+        sizes.push(body.len());
+        let size = body.len();
         let put = Call::octets(
             Method::PUT,
             format!("{}/db-snapshot", agent_path(agent)),
             body,
         );
-        check_receipt(&conn.expect_ok(&put).await?, bytes)?;
+        check_receipt(&conn.expect_ok(&put).await?, size)?;
+    }
+    let bytes = sizes.iter().copied().max().unwrap_or(bytes);
+    if sizes.iter().any(|&s| s != bytes) {
+        bail!("the agents' databases differ in size: {sizes:?}");
     }
     Ok(Town {
         town: town.to_owned(),

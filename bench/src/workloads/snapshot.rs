@@ -142,6 +142,31 @@ pub fn stamped(body: &Bytes, round: u64) -> Bytes {
     Bytes::from(copy)
 }
 
+/// A SQLite database of about `bytes` (rows of pseudo-random text from
+/// `seed`, four to a 4 KiB page), as its file's bytes: what a pull accepts (it runs
+/// `PRAGMA quick_check`), where pseudo-random bytes would be refused.
+pub fn sqlite_bytes(bytes: usize, seed: u64) -> anyhow::Result<Vec<u8>> {
+    let dir = tempfile::Builder::new()
+        .prefix("stasis-bench-db-")
+        .tempdir()?;
+    let path = dir.path().join("kilo.db");
+    let conn = rusqlite::Connection::open(&path)?;
+    conn.execute_batch("CREATE TABLE part (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")?;
+    let noise = hex::encode(random_bytes(1 << 20, seed));
+    let tx = conn.unchecked_transaction()?;
+    let rows = bytes.div_ceil(1024);
+    for row in 0..rows {
+        let at = (row * 1031) % (noise.len() - 1000);
+        tx.execute(
+            "INSERT INTO part (data) VALUES (?1)",
+            [noise.get(at..at + 1000).unwrap_or_default()],
+        )?;
+    }
+    tx.commit()?;
+    drop(conn);
+    Ok(std::fs::read(&path)?)
+}
+
 /// `len` pseudo-random bytes from `seed` (splitmix64): incompressible, the
 /// same in every run.
 pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {

@@ -142,19 +142,26 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum SnapshotCommand {
-    /// Copy a live SQLite database consistently and upload it.
+    /// Copy a live SQLite database consistently and upload what the server lacks.
     ///
     /// Takes the copy with SQLite's online backup API (the database may be open and written
-    /// meanwhile), hashes it, streams it up with X-Stasis-Sha256, checks the server's receipt,
-    /// and prints it as JSON on stdout.
+    /// meanwhile), splits it into fixed chunks (32 KiB up to 1 GiB, larger beyond so that there
+    /// are at most 32,768) and hashes each, asks the server which chunks it lacks, uploads
+    /// those (8 at a time), and commits the manifest (with If-Match when given). A snapshot of
+    /// at most 1 MiB, a server without the chunk routes, or --whole-file: the whole file in one
+    /// PUT with X-Stasis-Sha256. Checks the server's receipt and prints it as JSON on stdout, with what
+    /// was sent ("transfer": chunks sent of the total, bytes sent).
     Push(PushArgs),
 
-    /// Download the snapshot, verify it, and atomically replace --out.
+    /// Download the snapshot, verify it, check it with SQLite, and atomically replace --out.
     ///
-    /// Streams into a temporary file beside --out, checks the sha256, fsyncs, and renames it
-    /// over --out (removing the old database's -wal/-shm/-journal). A failed pull leaves
-    /// --out as it was. Prints what was written as JSON on stdout; exit code 3 when the server
-    /// has no snapshot.
+    /// Reads the manifest, takes each chunk from the local chunk cache when it holds it
+    /// (re-hashed) and fetches the rest (8 at a time), each checked against its sha256, into a
+    /// temporary file beside --out; then checks the whole file's sha256 and PRAGMA
+    /// quick_check, fsyncs, and renames it over --out (removing the old database's
+    /// -wal/-shm/-journal). A server without the chunk routes (or --whole-file) sends the
+    /// whole file in one GET. A failed pull leaves --out as it was. Prints what was written as
+    /// JSON on stdout; exit code 3 when the server has no snapshot.
     Pull(PullArgs),
 }
 
@@ -184,6 +191,27 @@ pub struct PushArgs {
     /// Store only if the current snapshot has this ETag (else 412, exit code 4).
     #[arg(long)]
     pub if_match: Option<String>,
+    /// Send the whole file in one PUT instead of only the chunks the server lacks.
+    #[arg(long)]
+    pub whole_file: bool,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+}
+
+/// Where the local chunk cache lives and how large it may grow.
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// The local chunk cache (default: $STASIS_CHUNK_CACHE, else $XDG_CACHE_HOME/stasis/chunks,
+    /// else ~/.cache/stasis/chunks). Pushes fill it; pulls take chunks from it (each re-hashed)
+    /// instead of fetching them.
+    #[arg(long, value_name = "DIR")]
+    pub chunk_cache: Option<PathBuf>,
+    /// The most bytes the chunk cache keeps (the entries used longest ago are evicted).
+    #[arg(long, value_name = "BYTES", default_value_t = stasis_client::snapshot::DEFAULT_CACHE_BYTES)]
+    pub chunk_cache_bytes: u64,
+    /// Use no chunk cache.
+    #[arg(long, conflicts_with = "chunk_cache")]
+    pub no_chunk_cache: bool,
 }
 
 #[derive(Debug, Args)]
@@ -194,6 +222,11 @@ pub struct PullArgs {
     /// database a running process has open.
     #[arg(long)]
     pub out: PathBuf,
+    /// Download the whole file in one GET instead of by chunks.
+    #[arg(long)]
+    pub whole_file: bool,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 #[derive(Debug, Args)]
@@ -207,6 +240,8 @@ pub struct BootArgs {
     /// Directory holding the agent homes: {root}/agent-home-{agent}/.local/share/kilo/kilo.db.
     #[arg(long, default_value = "/tmp")]
     pub root: PathBuf,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 #[derive(Debug, Args)]

@@ -15,6 +15,7 @@ pub fn boot(client: &Client, out: &Output, args: BootArgs) -> Result<u8, Error> 
         container_id,
         root: args.root,
         progress: !out.quiet,
+        chunk_cache: super::snapshot::chunk_cache(&args.cache),
     };
     let report = boot::boot(client, &args.town, &options, &mut |outcome| {
         out.note(&describe_hydration(outcome));
@@ -46,10 +47,10 @@ fn describe_hydration(outcome: &AgentOutcome<Hydration>) -> String {
             outcome.path.display(),
             show_version(s.version),
             s.size,
-            if s.unchanged {
-                " (already current)"
-            } else {
-                ""
+            match (s.unchanged, s.transfer) {
+                (true, _) => " (already current)".to_owned(),
+                (false, Some(transfer)) => format!("; {}", transfer.summary()),
+                (false, None) => String::new(),
             }
         ),
         Hydration::NoSnapshot => format!("no snapshot for {who}: it starts fresh"),

@@ -19,7 +19,7 @@ use crate::backup::{self, BackupOptions};
 use crate::error::{Error, Result};
 use crate::http::{self, Client};
 use crate::ids::AgentRef;
-use crate::snapshot::{self, PushOptions, PushReceipt, hash_file};
+use crate::snapshot::{self, ChunkedFile, PushOptions, PushReceipt};
 
 /// The longest a push outside the stop may take, retries included.
 const PUSH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -109,8 +109,9 @@ impl Snapshotter {
                 pushed.last_error = None;
                 if let Some(receipt) = receipt {
                     add(&self.stats.snapshots_pushed, 1);
+                    let sent = receipt.transfer.map(|t| t.summary()).unwrap_or_default();
                     (self.log)(&format!(
-                        "pushed snapshot v{} ({} bytes, watermark seq {watermark}) in {} ms: {why}",
+                        "pushed snapshot v{} ({} bytes; {sent}, watermark seq {watermark}) in {} ms: {why}",
                         receipt.version,
                         receipt.size,
                         started.elapsed().as_millis()
@@ -164,11 +165,11 @@ impl Snapshotter {
             ..BackupOptions::default()
         };
         backup::backup_database(&self.db, &copy, &options, |_, _| {})?;
-        let (sha256, size) = hash_file(&copy)?;
+        let chunked = ChunkedFile::scan(&copy)?;
         let server_sha = pushed
             .server_sha
             .get_or_insert_with(|| self.server_sha(deadline));
-        if server_sha.as_deref() == Some(sha256.as_str()) {
+        if server_sha.as_deref() == Some(chunked.sha256.as_str()) {
             return Ok(None);
         }
         let options = PushOptions {
@@ -176,8 +177,7 @@ impl Snapshotter {
             deadline: Some(deadline),
             ..PushOptions::default()
         };
-        let receipt =
-            snapshot::upload_file(&self.client, &self.agent, &copy, &sha256, size, &options)?;
+        let receipt = snapshot::upload_file(&self.client, &self.agent, &copy, &chunked, &options)?;
         pushed.server_sha = Some(Some(receipt.sha256.clone()));
         Ok(Some(receipt))
     }

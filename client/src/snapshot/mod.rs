@@ -1,8 +1,19 @@
-//! A kilo.db snapshot: [`push`] (a consistent copy, hashed, streamed up) and [`pull`] (streamed
-//! down, verified, written atomically).
+//! A kilo.db snapshot: [`push`] (a consistent copy, split into chunks, only the chunks the
+//! server lacks sent) and [`pull`] (the chunks taken from a local [`ChunkCache`] or fetched in
+//! parallel, verified, written atomically). Both fall back to the whole file against a server
+//! without the chunk routes.
 
+mod cache;
+mod chunked_pull;
+mod chunks;
+mod delta_push;
+mod landing;
+mod manifest;
+mod parallel;
 mod pull;
 mod push;
+mod transfer;
+mod whole_file_pull;
 
 use std::fs::File;
 use std::io;
@@ -13,11 +24,14 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::http;
 
+pub use cache::{CACHE_DIR_ENV, CacheRead, ChunkCache, DEFAULT_CACHE_BYTES};
+pub use chunks::{ChunkedFile, chunk_size_for};
+pub use landing::quick_check;
 pub use pull::{PullOptions, PullOutcome, PulledSnapshot, pull};
-pub use push::{PushOptions, PushReceipt, push, upload_file};
-
-/// The largest snapshot the server stores (25 MiB, Workers KV's value limit).
-pub const SNAPSHOT_MAX_BYTES: u64 = 26_214_400;
+pub use push::{
+    PushOptions, PushReceipt, SMALL_SNAPSHOT_BYTES, push, upload_file, upload_whole_file,
+};
+pub use transfer::{PullTransfer, PushTransfer, TransferMode};
 
 /// The hex sha256 and size of a file, read in chunks.
 pub fn hash_file(path: &Path) -> Result<(String, u64)> {

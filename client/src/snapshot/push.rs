@@ -1,4 +1,6 @@
-//! Push: a consistent copy of a live database, hashed, streamed up, its receipt checked.
+//! Push: a consistent copy of a live database, split into chunks and hashed, then sent by the
+//! delta protocol (see [`super::delta_push`]), or whole (streamed from disk) to a server without
+//! the chunk routes or when asked; the receipt is checked either way.
 
 use std::fs::File;
 use std::path::Path;
@@ -8,7 +10,11 @@ use serde::{Deserialize, Serialize};
 use ureq::SendBody;
 use ureq::http::Response;
 
-use super::{SNAPSHOT_MAX_BYTES, announced_sha256, hash_file, header_u64, quote_etag};
+use super::cache::ChunkCache;
+use super::chunks::{ChunkedFile, read_chunk};
+use super::delta_push::{Delta, DeltaPush};
+use super::transfer::{PushTransfer, TransferMode};
+use super::{announced_sha256, header_u64, quote_etag};
 use crate::backup::{self, BackupOptions};
 use crate::error::{Error, Result};
 use crate::http::{self, Client};
@@ -29,6 +35,11 @@ pub struct PushOptions {
     pub deadline: Option<Instant>,
     /// How the local copy is taken.
     pub backup: BackupOptions,
+    /// Send the whole file in one request even when the server knows the chunk routes.
+    pub whole_file: bool,
+    /// A local chunk cache the push fills with the copy's chunks (so that a pull of what was
+    /// pushed fetches nothing).
+    pub cache: Option<ChunkCache>,
 }
 
 /// The server's receipt for a stored snapshot.
@@ -50,10 +61,13 @@ pub struct PushReceipt {
     /// The `ETag` answered, for a later `If-Match`.
     #[serde(default)]
     pub etag: Option<String>,
+    /// What went over the wire (set by the client, not by the server).
+    #[serde(default)]
+    pub transfer: Option<PushTransfer>,
 }
 
 /// Takes a consistent copy of the live database at `db` (see [`backup`]) into a temporary
-/// directory, hashes it, and uploads it as `agent`'s snapshot (see [`upload_file`]).
+/// directory, hashes its chunks, and uploads it as `agent`'s snapshot (see [`upload_file`]).
 pub fn push(
     client: &Client,
     agent: &AgentRef,
@@ -66,8 +80,64 @@ pub fn push(
         .map_err(|e| Error::io("creating a temporary directory for the copy", e))?;
     let copy = dir.path().join("kilo.db");
     backup::backup_database(db, &copy, &options.backup, |_, _| {})?;
-    let (sha256, size) = hash_file(&copy)?;
-    upload_file(client, agent, &copy, &sha256, size, options)
+    let chunked = ChunkedFile::scan(&copy)?;
+    upload_file(client, agent, &copy, &chunked, options)
+}
+
+/// Snapshots up to this size go whole: one request instead of three or more, and the server
+/// keeps them inline in SQL (its default inline limit), with no KV operation at all.
+pub const SMALL_SNAPSHOT_BYTES: u64 = 1024 * 1024;
+
+/// Uploads `file`, a consistent database nothing writes to meanwhile, whose chunks `chunked`
+/// describes, as `agent`'s snapshot: by the delta protocol (only the chunks the server lacks),
+/// or whole when it is at most [`SMALL_SNAPSHOT_BYTES`], when `options.whole_file` says so, or
+/// when the server does not know the chunk routes.
+/// Fills `options.cache` with the file's chunks once the snapshot is stored.
+pub fn upload_file(
+    client: &Client,
+    agent: &AgentRef,
+    file: &Path,
+    chunked: &ChunkedFile,
+    options: &PushOptions,
+) -> Result<PushReceipt> {
+    let delta = if options.whole_file || chunked.size <= SMALL_SNAPSHOT_BYTES {
+        Delta::Unsupported
+    } else {
+        DeltaPush {
+            client,
+            agent,
+            file,
+            chunked,
+            options,
+        }
+        .run()?
+    };
+    let receipt = match delta {
+        Delta::Stored(receipt) => receipt,
+        Delta::Unsupported => {
+            upload_whole_file(client, agent, file, &chunked.sha256, chunked.size, options)?
+        }
+    };
+    if let Some(cache) = &options.cache {
+        fill_cache(cache, file, chunked);
+    }
+    Ok(receipt)
+}
+
+/// Puts the chunks of `file` the cache lacks into it, then trims it. Best effort: the cache
+/// only saves later fetches.
+fn fill_cache(cache: &ChunkCache, file: &Path, chunked: &ChunkedFile) {
+    let Ok(source) = File::open(file) else { return };
+    for (index, sha) in chunked.chunks.iter().enumerate() {
+        if cache.contains(sha) {
+            continue;
+        }
+        if let Ok(bytes) = read_chunk(&source, chunked, index) {
+            cache.put(sha, &bytes);
+        }
+    }
+    // A cache over its bound is trimmed again by the next push or pull.
+    let _ = cache.trim();
 }
 
 /// The file being uploaded and what is announced with it.
@@ -82,13 +152,13 @@ struct Upload<'a> {
 }
 
 /// Uploads a file that is already a consistent database (nothing may write to it meanwhile)
-/// as `agent`'s snapshot, announcing `sha256` and `size`, streaming it from disk, and checks
-/// the receipt's hash and size against them.
+/// as `agent`'s snapshot in one `PUT`, announcing `sha256` and `size`, streaming it from disk,
+/// and checks the receipt's hash and size against them.
 ///
 /// Failed exchanges are retried, the file sent again whole. When an attempt's answer was lost
 /// after its body went out and the retry is refused with 412 (the lost attempt was stored and
 /// moved the ETag on), the current snapshot is checked: if it is ours, that counts as success.
-pub fn upload_file(
+pub fn upload_whole_file(
     client: &Client,
     agent: &AgentRef,
     file: &Path,
@@ -96,13 +166,6 @@ pub fn upload_file(
     size: u64,
     options: &PushOptions,
 ) -> Result<PushReceipt> {
-    if size > SNAPSHOT_MAX_BYTES {
-        return Err(Error::TooLarge {
-            what: format!("the snapshot of {}", file.display()),
-            size,
-            limit: SNAPSHOT_MAX_BYTES,
-        });
-    }
     let upload = Upload {
         client,
         agent,
@@ -113,11 +176,11 @@ pub fn upload_file(
         what: format!("PUT {}", agent.path("/db-snapshot")),
     };
     let mut maybe_stored = false;
-    client.retrying(&upload.what, options.deadline, || {
+    let mut receipt = client.retrying(&upload.what, options.deadline, || {
         let response = upload.send().inspect_err(|_| maybe_stored = true)?;
         if response.status().as_u16() == 412
             && maybe_stored
-            && let Some(receipt) = upload.current_if_ours()
+            && let Some(receipt) = current_if_ours(client, agent, sha256, size, options.deadline)
         {
             return Ok(receipt);
         }
@@ -125,7 +188,15 @@ pub fn upload_file(
             maybe_stored |= matches!(attempt, Attempt::Retry { .. });
         })?;
         upload.receipt(response)
-    })
+    })?;
+    receipt.transfer = Some(PushTransfer {
+        mode: TransferMode::WholeFile,
+        chunks_total: 0,
+        chunks_sent: 0,
+        bytes_sent: size,
+        body_bytes_sent: size,
+    });
+    Ok(receipt)
 }
 
 impl Upload<'_> {
@@ -162,41 +233,59 @@ impl Upload<'_> {
         let etag = http::header(&response, "etag").map(str::to_owned);
         let mut receipt: PushReceipt = http::read_json(&self.what, response)?;
         receipt.etag = etag;
-        if !receipt.sha256.eq_ignore_ascii_case(self.sha256) {
-            return Err(Attempt::fail(Error::Integrity {
-                what: format!("the server's receipt of {}'s snapshot", self.agent),
-                expected: self.sha256.to_owned(),
-                actual: receipt.sha256,
-            }));
-        }
-        if receipt.size != self.size {
-            return Err(Attempt::fail(Error::Protocol {
-                what: self.what.clone(),
-                detail: format!("stored {} bytes, {} were sent", receipt.size, self.size),
-            }));
-        }
-        Ok(receipt)
+        receipt.transfer = None;
+        check_receipt(receipt, self.agent, self.sha256, self.size, &self.what)
+            .map_err(Attempt::fail)
     }
+}
 
-    /// `HEAD .../db-snapshot`: a receipt when the current snapshot is the one being pushed.
-    fn current_if_ours(&self) -> Option<PushReceipt> {
-        let url = self.client.config().url(&self.agent.path("/db-snapshot"));
-        let request = self
-            .client
-            .prepare(self.client.agent().head(url), self.options.deadline)
-            .ok()?;
-        let response = request.call().ok()?;
-        let current = announced_sha256(&response)?;
-        if response.status().as_u16() != 200 || !current.eq_ignore_ascii_case(self.sha256) {
-            return None;
-        }
-        Some(PushReceipt {
-            version: header_u64(&response, "x-stasis-snapshot-version")?,
-            sha256: self.sha256.to_owned(),
-            size: self.size,
-            storage: None,
-            event_watermark: header_u64(&response, "x-stasis-event-seq"),
-            etag: http::header(&response, "etag").map(str::to_owned),
-        })
+/// `receipt` when it stores `sha256` and `size` (what was sent), else the error saying how
+/// it differs.
+pub(crate) fn check_receipt(
+    receipt: PushReceipt,
+    agent: &AgentRef,
+    sha256: &str,
+    size: u64,
+    what: &str,
+) -> Result<PushReceipt> {
+    if !receipt.sha256.eq_ignore_ascii_case(sha256) {
+        return Err(Error::Integrity {
+            what: format!("the server's receipt of {agent}'s snapshot"),
+            expected: sha256.to_owned(),
+            actual: receipt.sha256,
+        });
     }
+    if receipt.size != size {
+        return Err(Error::Protocol {
+            what: what.to_owned(),
+            detail: format!("stored {} bytes, {size} were sent", receipt.size),
+        });
+    }
+    Ok(receipt)
+}
+
+/// `HEAD .../db-snapshot`: a receipt when the current snapshot is the one being pushed.
+pub(crate) fn current_if_ours(
+    client: &Client,
+    agent: &AgentRef,
+    sha256: &str,
+    size: u64,
+    deadline: Option<Instant>,
+) -> Option<PushReceipt> {
+    let url = client.config().url(&agent.path("/db-snapshot"));
+    let request = client.prepare(client.agent().head(url), deadline).ok()?;
+    let response = request.call().ok()?;
+    let current = announced_sha256(&response)?;
+    if response.status().as_u16() != 200 || !current.eq_ignore_ascii_case(sha256) {
+        return None;
+    }
+    Some(PushReceipt {
+        version: header_u64(&response, "x-stasis-snapshot-version")?,
+        sha256: sha256.to_owned(),
+        size,
+        storage: None,
+        event_watermark: header_u64(&response, "x-stasis-event-seq"),
+        etag: http::header(&response, "etag").map(str::to_owned),
+        transfer: None,
+    })
 }

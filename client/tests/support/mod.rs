@@ -124,6 +124,11 @@ impl Mock {
         Mock { url, requests }
     }
 
+    /// A server of the release before chunked snapshots (see [`without_chunk_routes`]).
+    pub fn old_server(handler: impl Fn(&Request) -> Response + Send + Sync + 'static) -> Mock {
+        Mock::start(without_chunk_routes(handler))
+    }
+
     /// Every request received so far.
     pub fn requests(&self) -> Vec<Request> {
         self.requests.lock().expect("lock").clone()
@@ -261,4 +266,21 @@ pub fn entries(dir: &std::path::Path) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// `handler` behind a server of the release before chunked snapshots: the chunk routes are
+/// paths it does not serve (404 `not_found`), so the client falls back to the whole file.
+pub fn without_chunk_routes(
+    handler: impl Fn(&Request) -> Response + Send + Sync + 'static,
+) -> impl Fn(&Request) -> Response + Send + Sync + 'static {
+    move |request: &Request| {
+        let path = request.path();
+        if path.ends_with("/db-snapshot/manifest")
+            || path.ends_with("/db-snapshot/missing")
+            || path.contains("/db-snapshot/chunks/")
+        {
+            return Response::error(404, "not_found", "no route for this path");
+        }
+        handler(request)
+    }
 }

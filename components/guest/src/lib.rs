@@ -92,6 +92,7 @@ pub fn to_wit_error(err: DomainError) -> types::Error {
             code: f.code,
             message: f.message,
         }),
+        DomainError::ChunksMissing { missing } => types::Error::ChunksMissing(missing),
         DomainError::Storage(m) => types::Error::Storage(m),
     }
 }

@@ -7,7 +7,7 @@ use crate::{
     error::ApiError,
     events,
     route::{AgentEndpoint, Endpoint, TownEndpoint},
-    snapshot,
+    snapshot, snapshot_delta,
 };
 use http::{HeaderMap, Method};
 use stasis_domain::{DomainError, agent_state::MAX_DOCUMENT_BYTES};
@@ -23,21 +23,36 @@ const DOCUMENT_ENVELOPE: u64 = 2 * MAX_DOCUMENT_BYTES + SMALL;
 /// streamed, so the limit bounds transfer, not memory.
 pub const DEFAULT_IMPORT_LIMIT: u64 = 16 * 1024 * 1024 * 1024;
 
-/// Checks the content type and returns the body limit (`import_limit` for
-/// an import).
+/// The runtime's configured body limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// An import's body.
+    pub import: u64,
+    /// A whole-file snapshot's body (the snapshot limit).
+    pub snapshot: u64,
+}
+
+/// Checks the content type and returns the body limit.
 pub fn check(
     endpoint: &Endpoint,
     method: &Method,
     headers: &HeaderMap,
-    import_limit: u64,
+    limits: Limits,
 ) -> Result<u64, ApiError> {
     let takes_body = matches!(*method, Method::PUT | Method::POST);
     if !takes_body {
         return Ok(SMALL);
     }
-    if matches!(endpoint, Endpoint::Agent(_, AgentEndpoint::Snapshot)) {
-        snapshot::check_content_type(headers)?;
-        return Ok(snapshot::BODY_LIMIT);
+    match endpoint {
+        Endpoint::Agent(_, AgentEndpoint::Snapshot) => {
+            snapshot::check_content_type(headers)?;
+            return Ok(limits.snapshot);
+        }
+        Endpoint::Agent(_, AgentEndpoint::SnapshotChunk(_)) => {
+            snapshot::check_content_type(headers)?;
+            return Ok(snapshot_delta::CHUNK_BODY_LIMIT);
+        }
+        _ => {}
     }
     body::check_json_content_type(headers)?;
     Ok(match endpoint {
@@ -45,7 +60,10 @@ pub fn check(
         Endpoint::Agent(_, AgentEndpoint::Checkpoint | AgentEndpoint::MemoryEntry(_)) => {
             MAX_DOCUMENT_BYTES
         }
-        Endpoint::Agent(_, AgentEndpoint::Import) => import_limit,
+        Endpoint::Agent(_, AgentEndpoint::Import) => limits.import,
+        Endpoint::Agent(_, AgentEndpoint::SnapshotMissing | AgentEndpoint::SnapshotManifest) => {
+            snapshot_delta::LIST_BODY_LIMIT
+        }
         Endpoint::Agent(
             _,
             AgentEndpoint::Record | AgentEndpoint::Session(_) | AgentEndpoint::Dispatch,
@@ -66,8 +84,9 @@ pub fn too_large(endpoint: &Endpoint, method: &Method, limit: u64) -> ApiError {
     }
     let code = match endpoint {
         Endpoint::Agent(_, AgentEndpoint::Snapshot) => {
-            return ApiError::from(stasis_domain::snapshot::too_large());
+            return ApiError::from(stasis_domain::snapshot::too_large(limit));
         }
+        Endpoint::Agent(_, AgentEndpoint::SnapshotChunk(_)) => "chunk_too_large",
         Endpoint::Agent(_, AgentEndpoint::Checkpoint) => "checkpoint_too_large",
         Endpoint::Agent(_, AgentEndpoint::MemoryEntry(_)) => "memory_value_too_large",
         _ => return ApiError::body_too_large(limit),
@@ -89,7 +108,11 @@ mod tests {
         let Ok(endpoint) = endpoint else {
             return (format!("unroutable: {endpoint:?}"), None);
         };
-        let limit = check(&endpoint, &method, &HeaderMap::new(), u64::MAX).unwrap_or(0);
+        let limits = Limits {
+            import: u64::MAX,
+            snapshot: 1 << 30,
+        };
+        let limit = check(&endpoint, &method, &HeaderMap::new(), limits).unwrap_or(0);
         let error = too_large(&endpoint, &method, limit);
         (error.code, error.extra.get("limit").cloned())
     }

@@ -139,6 +139,9 @@ impl From<DomainError> for ApiError {
             DomainError::CursorExpired { first_seq } => {
                 Self::new(StatusCode::GONE, "cursor_expired", message).with("first_seq", first_seq)
             }
+            DomainError::ChunksMissing { missing } => {
+                Self::new(StatusCode::CONFLICT, "chunks_missing", message).with("missing", missing)
+            }
             DomainError::Unavailable(r) => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, &r.code, message)
                     .with("retry_after", 1)

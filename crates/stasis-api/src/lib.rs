@@ -16,8 +16,10 @@
 //!
 //! Live tails come back as [`Reply::Stream`] and exports as
 //! [`Reply::Export`]; the runtime turns [`sse::stream`] and
-//! [`export::stream`] into its streaming body. An import takes its body as
-//! a stream ([`Admitted::streams_body`], [`Api::handle_streamed`]).
+//! [`export::stream`] into its streaming body, and whole-file snapshot
+//! downloads as [`Reply::Snapshot`] ([`snapshot::stream`]). An import and a
+//! whole-file snapshot upload take their body as a stream
+//! ([`Admitted::streams_body`], [`Api::handle_streamed`]).
 
 mod agent_http;
 mod append_body;
@@ -37,7 +39,8 @@ mod query;
 pub mod reply;
 pub mod route;
 mod routes;
-mod snapshot;
+pub mod snapshot;
+mod snapshot_delta;
 pub mod sse;
 mod token_http;
 mod town_http;
@@ -85,8 +88,13 @@ impl Admitted {
     /// ([`Api::handle_streamed`]) rather than read it whole: an import's
     /// body may be far larger than memory.
     pub fn streams_body(&self) -> bool {
-        self.method == Method::PUT
-            && matches!(self.endpoint, Endpoint::Agent(_, AgentEndpoint::Import))
+        match self.endpoint {
+            Endpoint::Agent(_, AgentEndpoint::Import) => self.method == Method::PUT,
+            Endpoint::Agent(_, AgentEndpoint::Snapshot) => {
+                matches!(self.method, Method::PUT | Method::POST)
+            }
+            _ => false,
+        }
     }
 }
 
@@ -99,6 +107,9 @@ pub enum Reply {
     /// An agent's manifest, 200 `application/json`, written as it is read;
     /// see [`export::stream`] and [`export_head`].
     Export(export::Export),
+    /// A snapshot's bytes, assembled from its chunks as they are read; see
+    /// [`snapshot::stream`] and [`snapshot::Download::head`].
+    Snapshot(Box<snapshot::Download>),
 }
 
 impl<O: Objects + Snapshots> Api<O> {
@@ -134,8 +145,11 @@ impl<O: Objects + Snapshots> Api<O> {
         };
         let endpoint = route::resolve(path, &head.method)?;
         permit(&caller, &endpoint, &head.method)?;
-        let body_limit =
-            body_rules::check(&endpoint, &head.method, &head.headers, self.import_limit)?;
+        let limits = body_rules::Limits {
+            import: self.import_limit,
+            snapshot: self.objects.snapshot_limit(),
+        };
+        let body_limit = body_rules::check(&endpoint, &head.method, &head.headers, limits)?;
         let admitted = Admitted {
             caller,
             endpoint,
@@ -170,7 +184,8 @@ impl<O: Objects + Snapshots> Api<O> {
     /// Runs an admitted request whose body comes as a stream (see
     /// [`Admitted::streams_body`]); the runtime maps its own body failures
     /// (too large, too slow, broken off) onto the stream's errors. A
-    /// container token's import is fenced like any other write.
+    /// container token's import or snapshot upload is fenced like any other
+    /// write.
     pub async fn handle_streamed<S>(&self, admitted: Admitted, body: S) -> Reply
     where
         S: futures::Stream<Item = Result<Bytes, ApiError>>,
@@ -179,9 +194,9 @@ impl<O: Objects + Snapshots> Api<O> {
         let town = admitted.endpoint.town().map(str::to_owned);
         let outcome = match self.fence(&admitted).await {
             Ok(Some(fence)) => {
-                routes::import_streamed(&self.objects.fenced(fence), admitted, body).await
+                routes::body_streamed(&self.objects.fenced(fence), admitted, body).await
             }
-            Ok(None) => routes::import_streamed(&self.objects, admitted, body).await,
+            Ok(None) => routes::body_streamed(&self.objects, admitted, body).await,
             Err(err) => Err(err),
         };
         match outcome {
@@ -264,7 +279,7 @@ pub fn event_stream_head() -> Response<()> {
     response
 }
 
-fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+pub(crate) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     let Some(value) = headers.get(header::CONTENT_LENGTH) else {
         return Ok(None);
     };

@@ -6,7 +6,11 @@ use stasis_domain::{
     agent::{AgentCall, AgentReply},
     fence::Fence,
     ids::AgentKey,
-    snapshot::{PutRequest, SnapshotMeta, StagedSnapshot},
+    snapshot::{
+        self, PutRequest, SnapshotMeta, StagedSnapshot, chunk_saga,
+        saga::{self, BlobStore, SnapshotObject},
+        whole::WholeReader,
+    },
     town::{TownCall, TownReply},
 };
 use std::{future::Future, time::Duration};
@@ -57,37 +61,90 @@ pub trait Objects {
     /// `stasis_domain::fence::admit`, a town with
     /// `stasis_domain::town::containers::require_current`; which calls are
     /// checked is `stasis_domain::fence::guards_agent_call` and
-    /// `guards_town_call`). Snapshot operations go through the same calls,
-    /// so the saga's steps are fenced too.
+    /// `guards_town_call`). Snapshot steps are agent calls too
+    /// (`AgentCall::Snapshot`), so every write step of the sagas (chunk
+    /// records, manifest commits, `missing`, collection) is fenced.
     fn fenced(&self, fence: Fence) -> Self
     where
         Self: Sized;
 }
 
-/// Snapshot operations on an agent. Each runtime runs the domain's snapshot
-/// saga (`stasis_domain::snapshot::saga`): the host inside its snapshot
-/// component, the edge across the agent's Durable Object and Workers KV.
+/// Snapshot operations on an agent. Each runtime gives the domain's
+/// snapshot sagas (`stasis_domain::snapshot::{saga, chunk_saga, whole}`)
+/// their two ports: the agent's object (the host's session component, the
+/// edge's Durable Object) and the KV store (the host's KV folder, Workers
+/// KV). The sagas run in the runtime's own process, so bytes never cross
+/// into a guest and are hashed natively (the host's `sha2` with the CPU's
+/// SHA extensions, the edge's WebCrypto).
 pub trait Snapshots {
-    /// Stores a snapshot.
-    fn snapshot_put(
-        &self,
-        key: &AgentKey,
-        request: PutRequest,
-        body: Bytes,
-    ) -> impl Future<Output = Result<SnapshotMeta, DomainError>>;
+    /// The agent's object as the sagas reach it.
+    type Object<'a>: SnapshotObject
+    where
+        Self: 'a;
+    /// The KV store.
+    type Blobs: BlobStore;
 
-    /// The current snapshot, with its verified bytes when `with_bytes`.
+    /// The agent's object.
+    fn snapshot_object<'a>(&'a self, key: &'a AgentKey) -> Self::Object<'a>;
+
+    /// The KV store.
+    fn snapshot_blobs(&self) -> Result<Self::Blobs, DomainError>;
+
+    /// Snapshots up to this many bytes are stored inline.
+    fn snapshot_inline_limit(&self) -> u64;
+
+    /// The largest snapshot accepted.
+    fn snapshot_limit(&self) -> u64;
+
+    /// How long uploaded chunks no manifest names are kept (ms): an upload
+    /// in progress.
+    fn snapshot_pending_ttl_ms(&self) -> i64 {
+        snapshot::PENDING_CHUNK_TTL_MS
+    }
+
+    /// The current snapshot, with its verified bytes when `with_bytes`
+    /// (read whole: an export's).
     fn snapshot_read(
         &self,
         key: &AgentKey,
         with_bytes: bool,
-    ) -> impl Future<Output = Result<Option<(SnapshotMeta, Option<Bytes>)>, DomainError>>;
+    ) -> impl Future<Output = Result<Option<(SnapshotMeta, Option<Bytes>)>, DomainError>> {
+        async move {
+            let object = self.snapshot_object(key);
+            let Some(plan) = chunk_saga::plan(&object, with_bytes).await? else {
+                return Ok(None);
+            };
+            if !with_bytes {
+                return Ok(Some((plan.meta, None)));
+            }
+            let meta = plan.meta.clone();
+            let reader = WholeReader::new(plan, snapshot::key_prefix(key));
+            let bytes = reader.read_all(&self.snapshot_blobs()?).await?;
+            Ok(Some((meta, Some(Bytes::from(bytes)))))
+        }
+    }
 
-    /// Deletes the current snapshot and its KV key.
-    fn snapshot_delete(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>>;
+    /// Deletes the current snapshot; its chunks are collected after.
+    fn snapshot_delete(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>> {
+        async move {
+            let blobs = self.snapshot_blobs()?;
+            saga::delete(
+                &self.snapshot_object(key),
+                &blobs,
+                &snapshot::key_prefix(key),
+            )
+            .await
+        }
+    }
 
     /// Removes every snapshot row and KV key of the agent (destroy).
-    fn snapshot_wipe(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>>;
+    fn snapshot_wipe(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>> {
+        async move {
+            let blobs = self.snapshot_blobs()?;
+            let prefix = snapshot::key_prefix(key);
+            saga::wipe(&self.snapshot_object(key), &blobs, &prefix, WIPE_STEPS).await
+        }
+    }
 
     /// Checks and stores a snapshot's bytes under a new version without
     /// making it current: an import stages its snapshot so, and the
@@ -97,12 +154,27 @@ pub trait Snapshots {
         key: &AgentKey,
         request: PutRequest,
         body: Bytes,
-    ) -> impl Future<Output = Result<StagedSnapshot, DomainError>>;
+    ) -> impl Future<Output = Result<StagedSnapshot, DomainError>> {
+        async move {
+            let blobs = self.snapshot_blobs()?;
+            saga::stage(&self.snapshot_object(key), &blobs, &request, &body).await
+        }
+    }
 
     /// Deletes the agent's KV keys that no metadata, put in flight or
-    /// staged import names (`saga::sweep`).
-    fn snapshot_sweep(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>>;
-
-    /// Snapshots up to this many bytes are stored inline.
-    fn snapshot_inline_limit(&self) -> u64;
+    /// staged import names, and collects unreferenced chunks
+    /// (`saga::sweep`).
+    fn snapshot_sweep(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>> {
+        async move {
+            let blobs = self.snapshot_blobs()?;
+            let prefix = snapshot::key_prefix(key);
+            saga::sweep(&self.snapshot_object(key), &blobs, &prefix)
+                .await
+                .map(drop)
+        }
+    }
 }
+
+/// Collection steps a destroy runs at once (each up to
+/// `snapshot::COLLECT_BATCH` chunks); later sweeps take the rest.
+const WIPE_STEPS: u32 = 4;

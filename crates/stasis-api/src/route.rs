@@ -61,6 +61,12 @@ pub enum AgentEndpoint {
     MemoryEntry(String),
     /// `/db-snapshot`
     Snapshot,
+    /// `/db-snapshot/missing`
+    SnapshotMissing,
+    /// `/db-snapshot/chunks/{sha256}`
+    SnapshotChunk(String),
+    /// `/db-snapshot/manifest`
+    SnapshotManifest,
     /// `/export`
     Export,
     /// `/import`
@@ -90,6 +96,8 @@ impl AgentEndpoint {
             Self::Events => &[Method::GET, Method::POST],
             Self::Sessions | Self::Conversation | Self::Memory | Self::Export => &[Method::GET],
             Self::Snapshot => &[Method::GET, Method::PUT, Method::POST, Method::DELETE],
+            Self::SnapshotMissing => &[Method::POST],
+            Self::SnapshotChunk(_) | Self::SnapshotManifest => &[Method::GET, Method::PUT],
             Self::Import => &[Method::PUT],
             Self::Dispatch => &[Method::POST],
         }
@@ -197,6 +205,9 @@ fn agent_endpoint(rest: &[&str]) -> Option<AgentEndpoint> {
         ["memory"] => AgentEndpoint::Memory,
         ["memory", key] => AgentEndpoint::MemoryEntry((*key).to_owned()),
         ["db-snapshot"] => AgentEndpoint::Snapshot,
+        ["db-snapshot", "missing"] => AgentEndpoint::SnapshotMissing,
+        ["db-snapshot", "chunks", chunk] => AgentEndpoint::SnapshotChunk((*chunk).to_owned()),
+        ["db-snapshot", "manifest"] => AgentEndpoint::SnapshotManifest,
         ["export"] => AgentEndpoint::Export,
         ["import"] => AgentEndpoint::Import,
         ["dispatch"] => AgentEndpoint::Dispatch,
@@ -215,10 +226,27 @@ fn check_ids(endpoint: &Endpoint) -> Result<(), ApiError> {
             match endpoint {
                 AgentEndpoint::Session(id) => check("session", id),
                 AgentEndpoint::MemoryEntry(key) => check("memory key", key),
+                AgentEndpoint::SnapshotChunk(chunk) => check_chunk_name(chunk),
                 _ => Ok(()),
             }
         }
     }
+}
+
+/// A chunk is named by its sha256: 64 lowercase hex digits.
+fn check_chunk_name(chunk: &str) -> Result<(), ApiError> {
+    let lower_hex = chunk.len() == 64
+        && chunk
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if lower_hex {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "invalid_id",
+        format!("a chunk is named by its sha256 as 64 lowercase hex digits; got {chunk:?}"),
+    ))
 }
 
 /// Splits a path into percent-decoded segments. A trailing slash is

@@ -6,7 +6,7 @@ use crate::{
     error::ApiError,
     events, export, import, mayor_http, query, reply,
     route::{AgentEndpoint, Endpoint, TownEndpoint},
-    snapshot, sse, token_http, town_http,
+    snapshot, snapshot_delta, sse, token_http, town_http,
 };
 use bytes::Bytes;
 use http::{HeaderMap, Method, Response, StatusCode, header};
@@ -65,6 +65,14 @@ pub(crate) async fn dispatch<O: Objects + Snapshots>(
             let whole = futures::stream::iter([Ok(body)]);
             import::run(objects, &key, &query, whole).await?
         }
+        Endpoint::Agent(key, AgentEndpoint::Snapshot) => match method {
+            Method::PUT | Method::POST => {
+                let whole = futures::stream::iter([Ok(body)]);
+                snapshot::put(objects, &key, &headers, whole).await?
+            }
+            Method::DELETE => snapshot::delete(objects, &key).await?,
+            _ => return snapshot::get(objects, &key, &headers, method == Method::GET).await,
+        },
         Endpoint::RefreshToken => token_http::refresh(objects, keys, &caller, &body).await?,
         Endpoint::Agent(key, endpoint) => {
             agent_endpoint(objects, &key, endpoint, &method, &query, &headers, body).await?
@@ -86,9 +94,9 @@ pub(crate) async fn dispatch<O: Objects + Snapshots>(
     Ok(Reply::Full(response))
 }
 
-/// Runs an import whose body comes as a stream on `objects` (fenced
-/// already, for a container token's import).
-pub(crate) async fn import_streamed<O, S>(
+/// Runs an import or a whole-file snapshot upload whose body comes as a
+/// stream on `objects` (fenced already, for a container token's write).
+pub(crate) async fn body_streamed<O, S>(
     objects: &O,
     admitted: Admitted,
     body: S,
@@ -102,8 +110,11 @@ where
             let query = query::Query::parse(admitted.query.as_deref());
             import::run(objects, key, &query, body).await
         }
+        Endpoint::Agent(key, AgentEndpoint::Snapshot) if admitted.streams_body() => {
+            snapshot::put(objects, key, &admitted.headers, body).await
+        }
         _ => Err(ApiError::internal(
-            "only an import takes its body as a stream",
+            "only an import or a snapshot takes its body as a stream",
         )),
     }
 }
@@ -127,15 +138,22 @@ async fn agent_endpoint<O: Objects + Snapshots>(
         AgentEndpoint::MemoryEntry(memory_key) => {
             agent_http::memory_entry(objects, key, &memory_key, method, &body).await
         }
-        AgentEndpoint::Snapshot => match *method {
-            Method::PUT | Method::POST => snapshot::put(objects, key, headers, body).await,
-            Method::DELETE => snapshot::delete(objects, key).await,
-            _ => snapshot::get(objects, key, headers, *method == Method::GET).await,
-        },
-        AgentEndpoint::Dispatch => mayor_http::dispatch_agent(objects, key, &body).await,
-        AgentEndpoint::Events | AgentEndpoint::Export | AgentEndpoint::Import => {
-            Err(ApiError::internal("routed above"))
+        AgentEndpoint::SnapshotMissing => snapshot_delta::missing(objects, key, &body).await,
+        AgentEndpoint::SnapshotChunk(name) if *method == Method::PUT => {
+            snapshot_delta::put_chunk(objects, key, &name, &body).await
         }
+        AgentEndpoint::SnapshotChunk(name) => snapshot_delta::get_chunk(objects, key, &name).await,
+        AgentEndpoint::SnapshotManifest if *method == Method::PUT => {
+            snapshot_delta::put_manifest(objects, key, headers, &body).await
+        }
+        AgentEndpoint::SnapshotManifest => {
+            snapshot_delta::get_manifest(objects, key, headers).await
+        }
+        AgentEndpoint::Dispatch => mayor_http::dispatch_agent(objects, key, &body).await,
+        AgentEndpoint::Events
+        | AgentEndpoint::Export
+        | AgentEndpoint::Import
+        | AgentEndpoint::Snapshot => Err(ApiError::internal("routed above")),
     }
 }
 

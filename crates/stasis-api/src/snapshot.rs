@@ -1,79 +1,187 @@
-//! `/db-snapshot`: headers in, the runtime's snapshot saga, headers out.
+//! `/db-snapshot`: the whole-file PUT, GET, HEAD and DELETE over chunked
+//! storage (the server splits and assembles, streaming), and the headers
+//! every snapshot answer shares. The delta routes are in
+//! [`crate::snapshot_delta`].
 
-use crate::{Snapshots, error::ApiError, reply};
+use crate::{Objects, Reply, Snapshots, error::ApiError, reply};
 use bytes::Bytes;
+use futures::{Stream, StreamExt};
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use stasis_domain::{
     DomainError, Refusal,
     ids::AgentKey,
-    snapshot::{self, Precondition, PutRequest, SnapshotMeta, saga},
+    snapshot::{
+        self, Precondition, PutRequest, SnapshotCall, SnapshotMeta, chunk_saga,
+        saga::{self, SnapshotObject},
+        whole::{WholeReader, WholeWriter},
+    },
 };
-
-/// The body limit of a snapshot upload.
-pub const BODY_LIMIT: u64 = snapshot::MAX_SNAPSHOT_BYTES;
 
 /// Accepts `application/octet-stream` or no content type at all.
 pub fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     crate::body::check_content_type(headers, "application/octet-stream")
 }
 
-/// `PUT`/`POST`: stores the body.
-pub async fn put(
-    objects: &impl Snapshots,
+/// `PUT`/`POST`: splits the body into chunks as it arrives (a small one
+/// stays inline) and commits their manifest.
+pub async fn put<O, S>(
+    objects: &O,
     key: &AgentKey,
     headers: &HeaderMap,
-    body: Bytes,
-) -> Result<Response<Bytes>, ApiError> {
+    body: S,
+) -> Result<Response<Bytes>, ApiError>
+where
+    O: Objects + Snapshots,
+    S: Stream<Item = Result<Bytes, ApiError>>,
+{
+    let mut body = std::pin::pin!(body);
+    let request = match put_request(objects, key, headers).await {
+        Ok(request) => request,
+        Err(err) => {
+            // Read a small refused body before answering: the edge's local
+            // runtime breaks a request answered while its body still flows.
+            let mut drained = 0;
+            while drained < DRAIN_LIMIT
+                && let Some(Ok(piece)) = body.next().await
+            {
+                drained += piece.len();
+            }
+            return Err(err);
+        }
+    };
+    let object = objects.snapshot_object(key);
+    let blobs = objects.snapshot_blobs()?;
+    let size_hint = crate::content_length(headers)?;
+    let mut writer = WholeWriter::new(request, size_hint, objects.now_ms());
+    while let Some(piece) = body.next().await {
+        writer
+            .write(&object, &blobs, &piece?, objects.now_ms())
+            .await?;
+    }
+    let meta = writer.finish(&object, &blobs).await?;
+    let mut response = reply::json(StatusCode::CREATED, &meta);
+    describe(response.headers_mut(), &meta);
+    Ok(response)
+}
+
+/// The most bytes of a refused body read before answering.
+const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
+
+/// The PUT's headers as the domain reads them; a stale `If-Match` is
+/// refused here, before any byte is stored.
+async fn put_request<O: Objects + Snapshots>(
+    objects: &O,
+    key: &AgentKey,
+    headers: &HeaderMap,
+) -> Result<PutRequest, ApiError> {
     let request = PutRequest {
         expected_sha256: expected_sha256(headers)?,
         precondition: etag_list(headers, header::IF_MATCH)?,
         event_watermark: event_seq(headers)?,
         inline_limit: objects.snapshot_inline_limit(),
         key_prefix: snapshot::key_prefix(key),
+        limit: objects.snapshot_limit(),
+        pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
     };
-    let meta = objects.snapshot_put(key, request, body).await?;
-    let mut response = reply::json(StatusCode::CREATED, &meta);
-    describe(response.headers_mut(), &meta);
-    Ok(response)
+    if let Some(precondition) = &request.precondition {
+        let check = SnapshotCall::CheckPrecondition {
+            precondition: Some(precondition.clone()),
+        };
+        objects.snapshot_object(key).call(check).await?;
+    }
+    Ok(request)
 }
 
-/// `GET`/`HEAD`: the bytes (verified) or only their headers.
-pub async fn get(
-    objects: &impl Snapshots,
+/// A whole-file GET whose head and first piece are read: the runtime
+/// streams the rest with [`stream`].
+pub struct Download {
+    head: Response<()>,
+    first: Option<Vec<u8>>,
+    reader: WholeReader,
+}
+
+impl Download {
+    /// The response head (status, `Content-Length` and the snapshot's
+    /// headers).
+    pub fn head(&self) -> Response<()> {
+        let mut head = Response::new(());
+        *head.status_mut() = self.head.status();
+        *head.headers_mut() = self.head.headers().clone();
+        head
+    }
+}
+
+/// `GET`/`HEAD`: the bytes (verified) or only their headers. A snapshot in
+/// KV comes back as a [`Reply::Snapshot`] stream; its first piece is read
+/// (and verified) here, so that a failure there is still an answer.
+pub async fn get<O: Snapshots>(
+    objects: &O,
     key: &AgentKey,
     headers: &HeaderMap,
     with_bytes: bool,
-) -> Result<Response<Bytes>, ApiError> {
-    if let Some(wanted) = etag_list(headers, header::IF_NONE_MATCH)? {
-        let current = objects.snapshot_read(key, false).await?;
-        if let Some((meta, _)) = current
-            && wanted.holds(Some(&meta))
-        {
-            let mut response = Response::new(Bytes::new());
-            *response.status_mut() = StatusCode::NOT_MODIFIED;
-            describe(response.headers_mut(), &meta);
-            return Ok(response);
-        }
+) -> Result<Reply, ApiError> {
+    let object = objects.snapshot_object(key);
+    if let Some(wanted) = etag_list(headers, header::IF_NONE_MATCH)?
+        && let Some(plan) = chunk_saga::plan(&object, false).await?
+        && wanted.holds(Some(&plan.meta))
+    {
+        let mut response = Response::new(Bytes::new());
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        describe(response.headers_mut(), &plan.meta);
+        return Ok(Reply::Full(response));
     }
-    let found = objects
-        .snapshot_read(key, with_bytes)
+    let plan = chunk_saga::plan(&object, with_bytes)
         .await
-        .map_err(corrupt_or_other)?;
-    let Some((meta, bytes)) = found else {
-        return Err(not_found());
-    };
-    let mut response = Response::new(bytes.unwrap_or_default());
-    let headers = response.headers_mut();
-    describe(headers, &meta);
+        .map_err(corrupt_or_other)?
+        .ok_or_else(not_found)?;
+    let mut head = Response::new(());
+    let headers = head.headers_mut();
+    describe(headers, &plan.meta);
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/octet-stream"),
     );
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(meta.size));
-    Ok(response)
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(plan.meta.size));
+    if !with_bytes {
+        return Ok(Reply::Full(head.map(|()| Bytes::new())));
+    }
+    let mut reader = WholeReader::new(plan, snapshot::key_prefix(key));
+    let blobs = objects.snapshot_blobs()?;
+    let first = reader.next_piece(&blobs).await.map_err(corrupt_or_other)?;
+    if reader.is_done() {
+        let bytes = first.map(Bytes::from).unwrap_or_default();
+        return Ok(Reply::Full(head.map(|()| bytes)));
+    }
+    Ok(Reply::Snapshot(Box::new(Download {
+        head,
+        first,
+        reader,
+    })))
 }
 
-/// `DELETE`.
+/// A [`Download`]'s body, piece by piece, each verified; an `Err` (bytes
+/// that fail their sha256, a chunk KV does not show) ends (cuts) it, so
+/// the client sees fewer bytes than `Content-Length`, never a whole wrong
+/// file.
+pub fn stream<O: Snapshots + 'static>(
+    objects: O,
+    download: Box<Download>,
+) -> impl Stream<Item = Result<Bytes, ApiError>> {
+    let Download { first, reader, .. } = *download;
+    futures::stream::try_unfold(
+        (objects, first, reader),
+        |(objects, first, mut reader)| async move {
+            if let Some(first) = first {
+                return Ok(Some((Bytes::from(first), (objects, None, reader))));
+            }
+            let blobs = objects.snapshot_blobs()?;
+            let piece = reader.next_piece(&blobs).await.map_err(corrupt_or_other)?;
+            Ok(piece.map(|piece| (Bytes::from(piece), (objects, None, reader))))
+        },
+    )
+}
+
+/// `DELETE`: the manifest goes; the chunks only it named are collected.
 pub async fn delete(objects: &impl Snapshots, key: &AgentKey) -> Result<Response<Bytes>, ApiError> {
     objects.snapshot_delete(key).await?;
     let mut response = Response::new(Bytes::new());
@@ -83,7 +191,7 @@ pub async fn delete(objects: &impl Snapshots, key: &AgentKey) -> Result<Response
 
 /// Bytes that fail their sha256 are a 500 with a code of their own, so that
 /// a client knows retrying will not help.
-fn corrupt_or_other(err: DomainError) -> ApiError {
+pub(crate) fn corrupt_or_other(err: DomainError) -> ApiError {
     match err {
         DomainError::Storage(message) if message.starts_with(saga::CORRUPT) => ApiError::new(
             http::StatusCode::INTERNAL_SERVER_ERROR,
@@ -94,7 +202,7 @@ fn corrupt_or_other(err: DomainError) -> ApiError {
     }
 }
 
-fn not_found() -> ApiError {
+pub(crate) fn not_found() -> ApiError {
     ApiError::from(DomainError::NotFound(Refusal::new(
         "snapshot_not_found",
         "the agent has no snapshot",
@@ -102,7 +210,7 @@ fn not_found() -> ApiError {
 }
 
 /// The headers every snapshot answer carries.
-fn describe(headers: &mut HeaderMap, meta: &SnapshotMeta) {
+pub(crate) fn describe(headers: &mut HeaderMap, meta: &SnapshotMeta) {
     let pairs = [
         (header::ETAG.as_str(), meta.etag()),
         ("x-stasis-sha256", meta.sha256.clone()),
@@ -141,7 +249,7 @@ fn expected_sha256(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     Ok(Some(value.to_ascii_lowercase()))
 }
 
-fn event_seq(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+pub(crate) fn event_seq(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     let Some(value) = text(headers, "x-stasis-event-seq")? else {
         return Ok(None);
     };
@@ -157,7 +265,7 @@ fn event_seq(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
 
 /// `If-Match` / `If-None-Match`: `*` or a list of (possibly weak) ETags,
 /// each compared by its sha256.
-fn etag_list(
+pub(crate) fn etag_list(
     headers: &HeaderMap,
     name: header::HeaderName,
 ) -> Result<Option<Precondition>, ApiError> {

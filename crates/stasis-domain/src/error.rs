@@ -66,6 +66,13 @@ pub enum DomainError {
         /// The oldest seq still readable.
         first_seq: u64,
     },
+    /// A snapshot manifest names chunks the agent's store does not hold
+    /// (409 `chunks_missing`, listing them).
+    #[error("the manifest names {} chunk(s) this agent's store does not hold", .missing.len())]
+    ChunksMissing {
+        /// Their lowercase hex sha256s, in manifest order, once each.
+        missing: Vec<String>,
+    },
     /// Not ready yet; retry later (503).
     #[error("{}", .0.message)]
     Unavailable(Refusal),
@@ -90,6 +97,7 @@ impl DomainError {
             Self::TooLarge { code, .. } => code,
             Self::Fenced(refusal) => &refusal.code,
             Self::CursorExpired { .. } => "cursor_expired",
+            Self::ChunksMissing { .. } => "chunks_missing",
             Self::Storage(_) => "storage_error",
         }
     }

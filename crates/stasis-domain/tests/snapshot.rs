@@ -127,8 +127,13 @@ fn request() -> PutRequest {
         event_watermark: None,
         inline_limit: 1024,
         key_prefix: PREFIX.into(),
+        limit: LIMIT,
+        pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
     }
 }
+
+/// A small snapshot limit, so that the test stays small.
+const LIMIT: u64 = 64 * 1024;
 
 fn body(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
@@ -260,7 +265,7 @@ fn if_match_guards_the_switch() {
 fn too_large_is_refused_before_anything() {
     let agent = Agent::new();
     agent.put(b"old").expect("stored");
-    let huge = vec![0u8; snapshot::MAX_SNAPSHOT_BYTES as usize + 1];
+    let huge = vec![0u8; LIMIT as usize + 1];
     let err = agent.put(&huge).expect_err("refused");
     assert_eq!(err.code(), "snapshot_too_large");
     assert_eq!(
@@ -317,12 +322,12 @@ fn a_key_not_visible_yet_is_a_503_not_stale_bytes() {
 fn delete_removes_the_key_and_versions_are_not_reused() {
     let agent = Agent::new();
     agent.put(&body(5000, 1)).expect("stored");
-    saga::run_ready(saga::delete(&agent.object(), &agent.kv))
+    saga::run_ready(saga::delete(&agent.object(), &agent.kv, PREFIX))
         .expect("ready")
         .expect("deleted");
     assert!(agent.kv_keys().is_empty());
     assert_eq!(agent.get().expect("read"), None);
-    let err = saga::run_ready(saga::delete(&agent.object(), &agent.kv))
+    let err = saga::run_ready(saga::delete(&agent.object(), &agent.kv, PREFIX))
         .expect("ready")
         .expect_err("nothing to delete");
     assert_eq!(err.code(), "snapshot_not_found");
@@ -347,6 +352,7 @@ fn sweep_removes_orphans_but_not_puts_in_flight() {
             precondition: None,
             inline_limit: 1024,
             key_prefix: PREFIX.into(),
+            limit: LIMIT,
         },
         &agent.object().env,
     )

@@ -47,6 +47,8 @@ impl Target {
             durability: stasis_sqlite::Durability::Fsync,
             max_events_per_agent: stasis_domain::limits::DEFAULT_MAX_EVENTS,
             snapshot_inline_limit: stasis_domain::snapshot::DEFAULT_INLINE_LIMIT,
+            snapshot_limit: stasis_domain::snapshot::DEFAULT_SNAPSHOT_LIMIT,
+            snapshot_pending_ttl: std::time::Duration::from_secs(3600),
             keys: None,
             server: ServerLimits::default(),
             objects: ObjectLimits::default(),

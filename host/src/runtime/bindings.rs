@@ -29,19 +29,6 @@ pub mod event_log {
     });
 }
 
-/// The snapshot component's exports.
-pub mod snapshot {
-    wasmtime::component::bindgen!({
-        world: "snapshot-component",
-        path: "../wit",
-        with: {
-            "stasis:objects/types": crate::runtime::bindings::imports::stasis::objects::types,
-            "stasis:objects/sql": crate::runtime::bindings::imports::stasis::objects::sql,
-            "stasis:objects/kv-store": crate::runtime::bindings::imports::stasis::objects::kv_store,
-        },
-    });
-}
-
 /// The session component's exports.
 pub mod session {
     wasmtime::component::bindgen!({
@@ -74,6 +61,7 @@ pub fn from_wit_error(err: WitError) -> DomainError {
         },
         E::CursorExpired(first_seq) => DomainError::CursorExpired { first_seq },
         E::Unavailable(r) => DomainError::Unavailable(refusal(r)),
+        E::ChunksMissing(missing) => DomainError::ChunksMissing { missing },
         E::Storage(m) => DomainError::Storage(m),
     }
 }

@@ -8,7 +8,6 @@
 use super::{
     bindings::{
         event_log::EventLogComponentPre, imports::GuestImports, session::SessionComponentPre,
-        snapshot::SnapshotComponentPre,
     },
     guest_state::GuestState,
 };
@@ -27,8 +26,6 @@ const EVENT_LOG_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/stasis_event_log_component.wasm"));
 const SESSION_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/stasis_session_component.wasm"));
-const SNAPSHOT_WASM: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/stasis_snapshot_component.wasm"));
 
 /// Every component, compiled and linked, ready to instantiate per call group.
 pub struct Components {
@@ -36,8 +33,6 @@ pub struct Components {
     pub engine: Engine,
     /// The event-log component.
     pub event_log: EventLogComponentPre<GuestState>,
-    /// The snapshot component.
-    pub snapshot: SnapshotComponentPre<GuestState>,
     /// The session component (agent state and the town object).
     pub session: SessionComponentPre<GuestState>,
 }
@@ -49,17 +44,13 @@ impl Components {
         let mut linker = Linker::<GuestState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         GuestImports::add_to_linker::<_, HasSelf<GuestState>>(&mut linker, |state| state)?;
-        super::kv_set::link_in_place_set(&mut linker)?;
         let component = load_cached(&engine, cache_dir, "event-log", EVENT_LOG_WASM)?;
         let event_log = EventLogComponentPre::new(linker.instantiate_pre(&component)?)?;
-        let component = load_cached(&engine, cache_dir, "snapshot", SNAPSHOT_WASM)?;
-        let snapshot = SnapshotComponentPre::new(linker.instantiate_pre(&component)?)?;
         let component = load_cached(&engine, cache_dir, "session", SESSION_WASM)?;
         let session = SessionComponentPre::new(linker.instantiate_pre(&component)?)?;
         Ok(Self {
             engine,
             event_log,
-            snapshot,
             session,
         })
     }

@@ -6,13 +6,12 @@ pub mod components;
 pub mod event_log_calls;
 pub mod guest_state;
 pub mod kv_folder;
-pub mod kv_set;
 pub mod object;
 pub mod objects;
 pub mod open_objects;
 pub mod readiness;
 pub mod session_calls;
-pub mod snapshot_calls;
+pub mod snapshot_ports;
 
 pub use objects::HostObjects;
 

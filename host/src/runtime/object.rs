@@ -14,15 +14,13 @@
 //! back together (`stasis_domain::fence`).
 
 use super::{
-    bindings::{
-        event_log::EventLogComponent, session::SessionComponent, snapshot::SnapshotComponent,
-    },
+    bindings::{event_log::EventLogComponent, session::SessionComponent},
     calls::{ObjectAnswer, ObjectCall},
     components::Components,
     event_log_calls,
     guest_state::GuestState,
     kv_folder::KvFolder,
-    session_calls, snapshot_calls,
+    session_calls,
 };
 use rusqlite::Connection;
 use stasis_domain::{
@@ -53,7 +51,6 @@ struct Job {
 #[derive(Default)]
 struct Instances {
     event_log: Option<EventLogComponent>,
-    snapshot: Option<SnapshotComponent>,
     session: Option<SessionComponent>,
 }
 
@@ -325,12 +322,6 @@ impl Object {
                 })?;
                 session_calls::town(guest, store, call, &job.env).map(ObjectAnswer::Town)
             }
-            ObjectCall::Snapshot(op) => {
-                let guest = instance(&mut instances.snapshot, "snapshot", || {
-                    components.snapshot.instantiate(&mut *store)
-                })?;
-                snapshot_calls::call(guest, store, op, &job.env).map(ObjectAnswer::Snapshot)
-            }
         }
     }
 }
@@ -338,15 +329,14 @@ impl Object {
 /// Checks a fenced call against the object's database: an agent call that
 /// changes the agent must not be older than the newest container that
 /// wrote to it; a town call that changes the town needs its container to
-/// hold the town. Whole snapshot operations that change something count as
-/// agent writes.
+/// hold the town. Snapshot steps are agent calls, so the sagas' writes are
+/// checked here too.
 fn check_fence(db: &stasis_sqlite::SqliteStore, job: &Job) -> Result<(), DomainError> {
     let Some(fence) = &job.fence else {
         return Ok(());
     };
     match &job.call {
         ObjectCall::Agent(call) if fence::guards_agent_call(call) => fence::admit(db, fence),
-        ObjectCall::Snapshot(op) if op.changes_the_agent() => fence::admit(db, fence),
         ObjectCall::Town(call) if fence::guards_town_call(call) => {
             town::containers::require_current(db, fence)
         }

@@ -1,22 +1,21 @@
 //! The host's [`Objects`] port: the agent and town objects of a data folder.
 
 use super::{
-    calls::{ObjectAnswer, ObjectCall, SnapshotAnswer, SnapshotOp},
+    calls::{ObjectAnswer, ObjectCall},
     components::Components,
     kv_folder::KvFolder,
     object::{Object, ObjectKind},
     open_objects::{ObjectKey, OpenObjects},
     readiness::Readiness,
+    snapshot_ports::{HostAgentObject, HostBlobs},
 };
 use crate::config::ServeConfig;
-use bytes::Bytes;
 use stasis_api::{Objects, Snapshots};
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply, ObjectEnv},
     fence::Fence,
     ids::AgentKey,
-    snapshot::{self, PutRequest, SnapshotMeta, StagedSnapshot},
     town::{TownCall, TownReply},
 };
 use stasis_sqlite::Durability;
@@ -41,6 +40,8 @@ struct Inner {
     durability: Durability,
     max_events: u64,
     snapshot_inline_limit: u64,
+    snapshot_limit: u64,
+    snapshot_pending_ttl_ms: i64,
     kv: Arc<KvFolder>,
     open: OpenObjects,
     readiness: Readiness,
@@ -58,6 +59,9 @@ impl HostObjects {
                 durability: config.durability,
                 max_events: config.max_events_per_agent,
                 snapshot_inline_limit: config.snapshot_inline_limit,
+                snapshot_limit: config.snapshot_limit,
+                snapshot_pending_ttl_ms: i64::try_from(config.snapshot_pending_ttl.as_millis())
+                    .unwrap_or(i64::MAX),
                 kv: Arc::new(kv),
                 open: OpenObjects::new(config.objects.clone()),
                 readiness: Readiness::new(config.data_dir.clone(), config.durability),
@@ -87,26 +91,6 @@ impl HostObjects {
         ObjectEnv {
             now_ms: self.now_ms(),
             max_events: self.inner.max_events,
-        }
-    }
-
-    async fn snapshot(
-        &self,
-        key: &AgentKey,
-        op: SnapshotOp,
-    ) -> Result<SnapshotAnswer, DomainError> {
-        match self
-            .agent_object(key)
-            .call(
-                &self.inner.components,
-                ObjectCall::Snapshot(op),
-                self.env(),
-                self.fence.clone(),
-            )
-            .await?
-        {
-            ObjectAnswer::Snapshot(answer) => Ok(answer),
-            _ => Err(mismatch()),
         }
     }
 
@@ -216,64 +200,27 @@ impl Objects for HostObjects {
 }
 
 impl Snapshots for HostObjects {
-    async fn snapshot_put(
-        &self,
-        key: &AgentKey,
-        request: PutRequest,
-        body: Bytes,
-    ) -> Result<SnapshotMeta, DomainError> {
-        match self
-            .snapshot(key, SnapshotOp::Put { request, body })
-            .await?
-        {
-            SnapshotAnswer::Stored(meta) => Ok(meta),
-            _ => Err(mismatch()),
-        }
+    type Object<'a> = HostAgentObject<'a>;
+    type Blobs = HostBlobs;
+
+    fn snapshot_object<'a>(&'a self, key: &'a AgentKey) -> HostAgentObject<'a> {
+        HostAgentObject { objects: self, key }
     }
 
-    async fn snapshot_read(
-        &self,
-        key: &AgentKey,
-        with_bytes: bool,
-    ) -> Result<Option<(SnapshotMeta, Option<Bytes>)>, DomainError> {
-        match self.snapshot(key, SnapshotOp::Get { with_bytes }).await? {
-            SnapshotAnswer::Found(found) => Ok(found),
-            _ => Err(mismatch()),
-        }
-    }
-
-    async fn snapshot_delete(&self, key: &AgentKey) -> Result<(), DomainError> {
-        self.snapshot(key, SnapshotOp::Delete).await.map(drop)
-    }
-
-    async fn snapshot_wipe(&self, key: &AgentKey) -> Result<(), DomainError> {
-        self.snapshot(key, SnapshotOp::Wipe).await.map(drop)
-    }
-
-    async fn snapshot_stage(
-        &self,
-        key: &AgentKey,
-        request: PutRequest,
-        body: Bytes,
-    ) -> Result<StagedSnapshot, DomainError> {
-        match self
-            .snapshot(key, SnapshotOp::Stage { request, body })
-            .await?
-        {
-            SnapshotAnswer::Staged(staged) => Ok(staged),
-            _ => Err(mismatch()),
-        }
-    }
-
-    async fn snapshot_sweep(&self, key: &AgentKey) -> Result<(), DomainError> {
-        let key_prefix = snapshot::key_prefix(key);
-        self.snapshot(key, SnapshotOp::Sweep { key_prefix })
-            .await
-            .map(drop)
+    fn snapshot_blobs(&self) -> Result<HostBlobs, DomainError> {
+        HostBlobs::open(&self.inner.kv)
     }
 
     fn snapshot_inline_limit(&self) -> u64 {
         self.inner.snapshot_inline_limit
+    }
+
+    fn snapshot_limit(&self) -> u64 {
+        self.inner.snapshot_limit
+    }
+
+    fn snapshot_pending_ttl_ms(&self) -> i64 {
+        self.inner.snapshot_pending_ttl_ms
     }
 }
 

@@ -100,7 +100,31 @@ impl Chunks {
             }
         }
     }
+
+    /// Reads and drops what a refusal left of the body (up to
+    /// [`IMPORT_DISCARD`] bytes, within [`IMPORT_DISCARD_TIME`]), so that a
+    /// client still sending its import reads the refusal rather than a
+    /// broken pipe. Past that the connection closes under it.
+    pub async fn discard_rest(&mut self) {
+        let _ = tokio::time::timeout(IMPORT_DISCARD_TIME, async {
+            let mut seen: u64 = 0;
+            while let Some(Ok(frame)) = self.body.frame().await {
+                if let Some(data) = frame.data_ref() {
+                    seen = seen.saturating_add(u64::try_from(data.len()).unwrap_or(u64::MAX));
+                    if seen > IMPORT_DISCARD {
+                        break;
+                    }
+                }
+            }
+        })
+        .await;
+    }
 }
+
+/// How much of an import's body its refusal may leave to be read and dropped.
+const IMPORT_DISCARD: u64 = 64 * 1024 * 1024;
+/// How long dropping it may take.
+const IMPORT_DISCARD_TIME: Duration = Duration::from_secs(10);
 
 /// The minimum rate, checked window by window.
 struct Pace {

@@ -92,12 +92,10 @@ async fn handle(site: &Site, request: Request<Incoming>, id: &HeaderValue) -> Re
     };
     let limit = admitted.body_limit();
     if admitted.streams_body() {
-        let chunks = chunks(
-            Chunks::new(incoming, limit, &site.limits),
-            &admitted,
-            &site.limits,
-        );
-        let reply = api.handle_streamed(admitted, chunks).await;
+        let mut body = Chunks::new(incoming, limit, &site.limits);
+        let stream = chunks(&mut body, &admitted, &site.limits);
+        let reply = api.handle_streamed(admitted, stream).await;
+        body.discard_rest().await;
         return respond_with(site, reply, id, head.uri.path());
     }
     let bytes = match body::read(incoming, &head.headers, limit, &site.limits).await {
@@ -142,22 +140,40 @@ fn respond_with(site: &Site, reply: Reply, id: &HeaderValue, path: &str) -> Resp
             let (parts, ()) = stasis_api::export_head().into_parts();
             Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
         }
+        Reply::Snapshot(download) => {
+            let (id, path) = (id.to_str().unwrap_or("?").to_owned(), path.to_owned());
+            let (parts, ()) = download.head().into_parts();
+            let frames = stasis_api::snapshot::stream(objects, download).map(move |chunk| {
+                chunk.map(Frame::data).map_err(|err| {
+                    let detail = err.cause.as_deref().unwrap_or(&err.message);
+                    tracing::error!(
+                        request_id = id,
+                        path,
+                        code = err.code,
+                        detail,
+                        "a snapshot download failed after its head was sent; the response was cut"
+                    );
+                    Cut
+                })
+            });
+            Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
+        }
     }
 }
 
 /// An import's body as the API takes it: chunks, or the refusal a failed
 /// read answers (413 past the limit, 408 too slow, 400 broken off).
-fn chunks(
-    chunks: Chunks,
+fn chunks<'a>(
+    chunks: &'a mut Chunks,
     admitted: &Admitted,
     limits: &ServerLimits,
-) -> impl Stream<Item = Result<Bytes, ApiError>> + use<> {
+) -> impl Stream<Item = Result<Bytes, ApiError>> + use<'a> {
     let too_large = admitted.body_too_large();
     let too_slow = body::too_slow(limits);
     futures::stream::unfold(Some(chunks), move |chunks| {
         let (too_large, too_slow) = (too_large.clone(), too_slow.clone());
         async move {
-            let mut chunks = chunks?;
+            let chunks = chunks?;
             match chunks.next().await {
                 Ok(Some(data)) => Some((Ok(data), Some(chunks))),
                 Ok(None) => None,

@@ -30,6 +30,7 @@ fn boot_hydrates_every_registered_agent_byte_identical_and_hands_over_the_deferr
         container_id: town::new_container_id(),
         root: root_b.path().to_owned(),
         progress: false,
+        chunk_cache: None,
     };
     let mut seen = Vec::new();
     let report = boot(&client(&server), town.name, &options, &mut |outcome| {
@@ -108,6 +109,7 @@ fn after_a_crash_boot_requests_the_mayors_dispatch_with_its_checkpoint_and_conve
         container_id: town::new_container_id(),
         root: root_b.path().to_owned(),
         progress: false,
+        chunk_cache: None,
     };
     let report = boot(&client(&server), town.name, &options, &mut |_| {}).expect("boot");
 
@@ -182,6 +184,7 @@ fn one_client_boots_two_containers_in_turn_each_with_a_container_token_of_its_ow
             container_id: container.to_owned(),
             root: root.path().to_owned(),
             progress: false,
+            chunk_cache: None,
         };
         boot(&client, town, &options, &mut |_| {}).expect("boot");
         let file = token_file(root.path(), container);

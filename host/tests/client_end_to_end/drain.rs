@@ -31,6 +31,7 @@ fn drain_records_the_eviction_and_flushes_every_agents_newer_kilo_db() {
         container_id: container_b.clone(),
         root: root_b.path().to_owned(),
         progress: false,
+        chunk_cache: None,
     };
     boot(&client(&server), town.name, &options, &mut |_| {}).expect("B boots");
 

@@ -14,8 +14,10 @@
 #![allow(clippy::expect_used, clippy::panic, reason = "tests fail loudly")]
 
 mod boot;
+mod chunked;
 mod cli;
 mod drain;
+mod fallback;
 mod helpers;
 mod push_pull;
 mod sidecar;

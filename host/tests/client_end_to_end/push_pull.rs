@@ -124,11 +124,15 @@ fn a_pull_that_cannot_complete_leaves_no_partial_file() {
 
     // The stored copy rots: the server refuses to send it, the pull fails after its retries,
     // and the old database is left as it was with nothing beside it.
-    let blob = data.path().join("kv/snapshots/e2e-fail/hq/mayor/v1");
-    let mut rotten = std::fs::read(&blob).expect("the KV value");
-    let middle = rotten.len() / 2;
-    rotten[middle] ^= 0xff;
-    std::fs::write(&blob, rotten).expect("rot");
+    // Every chunk rots, so the first one read already fails (a later one
+    // would cut the response instead of answering 500).
+    let chunks = data.path().join("kv/snapshots/e2e-fail/hq/mayor/chunks");
+    for chunk in std::fs::read_dir(&chunks).expect("the chunks").flatten() {
+        let mut rotten = std::fs::read(chunk.path()).expect("a chunk");
+        let middle = rotten.len() / 2;
+        rotten[middle] ^= 0xff;
+        std::fs::write(chunk.path(), rotten).expect("rot");
+    }
     let home = work.path().join("home");
     std::fs::create_dir(&home).expect("dir");
     std::fs::write(home.join("kilo.db"), b"the old database").expect("old");

@@ -17,7 +17,9 @@ use crate::{AgentLog, Reply, Value, admin_token, assert_error, call, now_ms, num
 
 /// Bytes stored in the agent's SQL at most; larger snapshots go to KV.
 pub const INLINE_LIMIT: usize = 1_048_576;
-/// The largest snapshot accepted (25 MiB).
+/// The largest snapshot accepted: the suite expects the server's snapshot
+/// limit set to 25 MiB (`STASIS_MAX_SNAPSHOT_BYTES=26214400`, as
+/// `scripts/test` starts it) so that its over-limit cases stay small.
 pub const MAX_BYTES: usize = 26_214_400;
 /// The headers naming the snapshot served, lower case: on `GET` and `HEAD`.
 pub const HEADERS: [&str; 4] = [

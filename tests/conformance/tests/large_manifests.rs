@@ -256,3 +256,33 @@ fn a_large_manifest_refused_near_its_end_changes_nothing() {
     let again = import(&target, "", br#"{"agent":{"role":"refinery"}}"#.to_vec()).ok();
     assert_eq!(again["events"], json!(0), "nothing staged is left over");
 }
+
+/// A manifest refused at its first field while megabytes of it are still
+/// on their way: the refusal reaches the client (not a dropped or
+/// replaced answer), nothing changes, and the agent's next write succeeds.
+#[test]
+fn a_large_manifest_refused_at_its_start_is_answered_while_its_body_arrives() {
+    let target = Agent::fresh("large-refused-early");
+    target.register("refinery");
+    target.put_memory("kept", &json!("from before"));
+    let before = target.state();
+    let events: Vec<String> = (0..6)
+        .map(|i| {
+            format!(
+                r#"{{"seq":{},"type":"chunk","data":{}}}"#,
+                i + 1,
+                event_data(i)
+            )
+        })
+        .collect();
+    let body = format!(
+        r#"{{"agent":{{"role":"polecat"}},"checkpoint":1e999,"events":[{}]}}"#,
+        events.join(",")
+    );
+    let reply = import(&target, "", body.into_bytes());
+    assert_error(&reply, 400, "invalid_manifest");
+    target.assert_unchanged(&before);
+    target
+        .log
+        .append(json!([{"type": "after", "data": {"n": 2}}]));
+}

@@ -51,6 +51,9 @@ impl Host {
             .arg("--data-dir")
             .arg(&config.data_dir)
             .args(["--durability", durability])
+            // Chunks a killed push uploaded are collectable a second later,
+            // so the sweep after the restart can be checked for garbage.
+            .args(["--snapshot-pending-ttl", "1s"])
             .env("STASIS_SECRET", &config.secret)
             .env("STASIS_LOG", "warn")
             .stdin(Stdio::null())

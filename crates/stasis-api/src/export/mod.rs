@@ -36,6 +36,7 @@ use stasis_domain::{
     event_log::{ReadPage, ReadQuery},
     ids::AgentKey,
     limits,
+    snapshot::{self, chunk_saga, whole::WholeReader},
 };
 
 /// An export whose head was read; the runtime streams [`stream`] from it.
@@ -67,7 +68,7 @@ enum Part {
     Events(u64),
     Memory(Option<String>),
     Snapshot,
-    SnapshotBytes(SnapshotPart),
+    SnapshotBytes(Box<SnapshotPart>),
     Done,
 }
 
@@ -105,7 +106,11 @@ impl<O: Objects + Snapshots> Exporter<O> {
             Part::Events(after) => self.events(after).await?,
             Part::Memory(after) => self.memory(after).await?,
             Part::Snapshot => self.snapshot().await?,
-            Part::SnapshotBytes(mut bytes) => match bytes.next_chunk() {
+            Part::SnapshotBytes(mut bytes) => match bytes
+                .next_chunk(&self.objects.snapshot_blobs()?)
+                .await
+                .map_err(crate::snapshot::corrupt_or_other)?
+            {
                 Some(chunk) => (chunk, Part::SnapshotBytes(bytes)),
                 None => (Render::close_snapshot(), Part::Done),
             },
@@ -196,13 +201,17 @@ impl<O: Objects + Snapshots> Exporter<O> {
     }
 
     async fn snapshot(&mut self) -> Result<(String, Part), ApiError> {
-        let found = self.objects.snapshot_read(&self.export.key, true).await?;
-        match found {
-            Some((meta, Some(bytes))) => Ok((
-                Render::open_snapshot(&meta),
-                Part::SnapshotBytes(SnapshotPart::new(bytes)),
+        let key = &self.export.key;
+        let object = self.objects.snapshot_object(key);
+        match chunk_saga::plan(&object, true).await? {
+            Some(plan) => Ok((
+                Render::open_snapshot(&plan.meta),
+                Part::SnapshotBytes(Box::new(SnapshotPart::new(WholeReader::new(
+                    plan,
+                    snapshot::key_prefix(key),
+                )))),
             )),
-            _ => Ok((Render::no_snapshot(), Part::Done)),
+            None => Ok((Render::no_snapshot(), Part::Done)),
         }
     }
 

@@ -195,6 +195,8 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
             event_watermark: Some(body.event_watermark),
             inline_limit: self.objects.snapshot_inline_limit(),
             key_prefix: snapshot::key_prefix(self.key),
+            limit: self.objects.snapshot_limit(),
+            pending_ttl_ms: self.objects.snapshot_pending_ttl_ms(),
         };
         let staged = self
             .objects

@@ -227,6 +227,7 @@ fn stage_inline(
         precondition: None,
         inline_limit: snapshot::MAX_INLINE_LIMIT,
         key_prefix: String::new(),
+        limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
     };
     let SnapshotReply::Reserved(reserved) = snapshot::execute(store, &reserve, env)? else {
         return Err(DomainError::Storage(

@@ -1,7 +1,7 @@
 //! The calls the agent object answers for snapshots, as data (the edge
 //! sends them to the agent's Durable Object as JSON).
 
-use super::{Precondition, SnapshotMeta, rules, wire_bytes};
+use super::{Precondition, SnapshotMeta, chunk_calls, manifest::Manifest, rules, wire_bytes};
 use crate::{DomainError, agent::ObjectEnv, sql::SqlStore};
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +19,9 @@ pub enum SnapshotCall {
         inline_limit: u64,
         /// Where this agent's KV keys start.
         key_prefix: String,
+        /// The snapshot limit.
+        #[serde(default = "super::default_limit")]
+        limit: u64,
     },
     /// Switches the metadata to the reserved version, re-checking `If-Match`.
     Commit {
@@ -54,6 +57,67 @@ pub enum SnapshotCall {
     KeysInUse,
     /// Removes every snapshot row (the agent is destroyed or replaced).
     Wipe,
+    /// Refuses unless `If-Match` holds now (a whole-file PUT checks early).
+    CheckPrecondition {
+        /// `If-Match`.
+        precondition: Option<Precondition>,
+    },
+    /// Which of these chunks the store lacks; the held ones are kept from
+    /// collection for the pending hour.
+    Missing {
+        /// Hex sha256s.
+        chunks: Vec<String>,
+        /// How long the held ones are kept from collection (ms).
+        #[serde(default = "super::default_pending_ttl")]
+        pending_ttl_ms: i64,
+    },
+    /// Records chunks KV now holds.
+    RecordChunks {
+        /// Hex sha256 and size of each.
+        chunks: Vec<(String, u64)>,
+        /// When the upload began (ms), to tell it from a collection.
+        started_at: i64,
+        /// How long they are kept while no manifest names them (ms).
+        #[serde(default = "super::default_pending_ttl")]
+        pending_ttl_ms: i64,
+    },
+    /// Switches the metadata to a manifest whose chunks the store holds.
+    CommitManifest {
+        /// The manifest, already checked.
+        manifest: Manifest,
+        /// `If-Match`.
+        precondition: Option<Precondition>,
+        /// The watermark given, if any.
+        event_watermark: Option<u64>,
+        /// The snapshot limit.
+        limit: u64,
+    },
+    /// The current snapshot as a manifest, with an inline snapshot's bytes
+    /// when `with_inline`.
+    Plan {
+        /// Read an inline snapshot's bytes too.
+        with_inline: bool,
+    },
+    /// Where one chunk's bytes are.
+    ChunkSource {
+        /// Hex sha256.
+        chunk: String,
+    },
+    /// Takes up to `limit` unreferenced chunks for deletion.
+    CollectTake {
+        /// The most to take.
+        limit: u64,
+    },
+    /// The KV keys of these chunks are deleted.
+    CollectDone {
+        /// Hex sha256s.
+        chunks: Vec<String>,
+    },
+    /// Takes for deletion the chunks found in KV that have no row.
+    ClaimOrphans {
+        /// Hex sha256s.
+        chunks: Vec<String>,
+    },
 }
 
 /// The answer to a [`SnapshotCall`].
@@ -72,6 +136,14 @@ pub enum SnapshotReply {
     Removed(Option<String>),
     /// Keys in use.
     Keys(Vec<String>),
+    /// Chunks (hex sha256s): missing ones, or ones taken for deletion.
+    Chunks(Vec<String>),
+    /// Whether each recorded chunk was new.
+    Recorded(Vec<bool>),
+    /// The current snapshot as a manifest, if any.
+    Planned(Option<super::chunk_calls::Plan>),
+    /// Where a chunk is, if the store holds it.
+    ChunkAt(Option<super::chunk_calls::ChunkSource>),
 }
 
 /// A reserved version.
@@ -116,10 +188,16 @@ pub fn execute(
             precondition,
             inline_limit,
             key_prefix,
+            limit,
         } => {
             rules::check_precondition(store, precondition.as_ref())?;
-            let (version, kv_key) =
-                rules::reserve(store, *size, *inline_limit, key_prefix, env.now_ms)?;
+            let (version, kv_key) = rules::reserve(
+                store,
+                (*size, *limit),
+                *inline_limit,
+                key_prefix,
+                env.now_ms,
+            )?;
             SnapshotReply::Reserved(Reserved { version, kv_key })
         }
         SnapshotCall::Commit {
@@ -132,15 +210,23 @@ pub fn execute(
             kv_key,
         } => {
             rules::check_precondition(store, precondition.as_ref())?;
+            // An inline snapshot names no key, so it takes its version now:
+            // versions then count up in the order snapshots became current,
+            // as a manifest commit's do.
+            let version = match kv_key {
+                None => rules::next_version(store)?,
+                Some(_) => *version,
+            };
             let (meta, superseded_key) = rules::switch(
                 store,
                 &rules::Switch {
-                    version: *version,
+                    version,
                     sha256,
                     size: *size,
                     event_watermark: *event_watermark,
                     inline: inline.as_deref(),
                     kv_key: kv_key.as_deref(),
+                    chunk_size: None,
                     now_ms: env.now_ms,
                 },
             )?;
@@ -174,10 +260,17 @@ pub fn execute(
         SnapshotCall::Remove => SnapshotReply::Removed(rules::remove(store)?),
         SnapshotCall::KeysInUse => SnapshotReply::Keys(rules::keys_in_use(store, env.now_ms)?),
         SnapshotCall::Wipe => SnapshotReply::Keys(rules::wipe(store)?),
+        other => chunk_calls::execute(store, other, env)?,
     })
 }
 
 /// True when the call may change the object.
 pub fn is_write(call: &SnapshotCall) -> bool {
-    !matches!(call, SnapshotCall::Locate { .. })
+    !matches!(
+        call,
+        SnapshotCall::Locate { .. }
+            | SnapshotCall::Plan { .. }
+            | SnapshotCall::ChunkSource { .. }
+            | SnapshotCall::CheckPrecondition { .. }
+    )
 }

@@ -2,15 +2,52 @@
 
 use sha2::{Digest, Sha256};
 
+/// A raw sha256, as chunk names are stored in SQL.
+pub type ChunkHash = [u8; 32];
+
 /// Lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
+    to_hex(&Sha256::digest(bytes).into())
+}
+
+/// Lowercase hex of a raw sha256.
+pub fn to_hex(hash: &ChunkHash) -> String {
     let mut out = String::with_capacity(64);
-    for byte in digest {
+    for &byte in hash {
         out.push(char::from(HEX[usize::from(byte >> 4)]));
         out.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     out
+}
+
+/// The raw sha256 that 64 hex digits (either case) spell.
+pub fn from_hex(text: &str) -> Option<ChunkHash> {
+    if !is_sha256_hex(text) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (byte, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
+        let high = char::from(pair[0]).to_digit(16)?;
+        let low = char::from(pair[1]).to_digit(16)?;
+        *byte = u8::try_from(high * 16 + low).ok()?;
+    }
+    Some(out)
+}
+
+/// A whole file's sha256, fed as its bytes pass.
+#[derive(Default, Clone)]
+pub struct RunningHash(Sha256);
+
+impl RunningHash {
+    /// Adds `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// Lowercase hex of everything fed.
+    pub fn finish_hex(self) -> String {
+        to_hex(&self.0.finalize().into())
+    }
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -32,5 +69,18 @@ mod tests {
         );
         assert!(is_sha256_hex(&sha256_hex(b"x")));
         assert!(!is_sha256_hex("abc"));
+    }
+
+    #[test]
+    fn hex_and_raw_round_trip_and_a_running_hash_matches_the_whole() {
+        let hex = sha256_hex(b"hello world");
+        let raw = from_hex(&hex).expect("valid hex");
+        assert_eq!(to_hex(&raw), hex);
+        assert_eq!(from_hex(&hex.to_ascii_uppercase()), Some(raw));
+        assert_eq!(from_hex("zz"), None);
+        let mut running = RunningHash::default();
+        running.update(b"hello ");
+        running.update(b"world");
+        assert_eq!(running.finish_hex(), hex);
     }
 }

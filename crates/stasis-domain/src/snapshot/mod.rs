@@ -16,15 +16,20 @@
 //!   imports; the edge worker over Durable Object calls and Workers KV.
 
 mod call;
+pub mod chunk_calls;
+pub mod chunk_saga;
+mod chunk_table;
 mod digest;
+pub mod manifest;
 mod rules;
 pub mod saga;
 mod schema;
 pub mod staged;
+pub mod whole;
 mod wire_bytes;
 
 pub use call::{Committed, Located, Reserved, SnapshotCall, SnapshotReply, execute, is_write};
-pub use digest::{is_sha256_hex, sha256_hex};
+pub use digest::{ChunkHash, RunningHash, from_hex, is_sha256_hex, sha256_hex, to_hex};
 pub use rules::{current_meta, too_large, wipe};
 pub use schema::migrate;
 
@@ -33,8 +38,18 @@ use serde::{Deserialize, Serialize};
 /// The KV bucket snapshots live in (on the edge: the namespace bound as
 /// `AGENT_DB_SNAPSHOTS_KV`).
 pub const KV_BUCKET: &str = "snapshots";
-/// The largest snapshot accepted: Workers KV's value limit.
-pub const MAX_SNAPSHOT_BYTES: u64 = 26_214_400;
+/// The largest snapshot accepted unless the runtime is configured
+/// otherwise (1 GiB).
+pub const DEFAULT_SNAPSHOT_LIMIT: u64 = 1 << 30;
+/// The largest value of the layout before chunks (one KV key per version,
+/// at most a Workers KV value); only imports still write it.
+pub const MAX_SINGLE_KEY_BYTES: u64 = 26_214_400;
+/// An uploaded chunk no manifest names is kept this long (an upload in
+/// progress), then collected.
+pub const PENDING_CHUNK_TTL_MS: i64 = 60 * 60 * 1000;
+/// The most chunks one collection step deletes (Workers KV allows 1,000
+/// operations per invocation).
+pub const COLLECT_BATCH: u64 = 200;
 /// Snapshots up to this size are stored inline unless configured otherwise.
 pub const DEFAULT_INLINE_LIMIT: u64 = 1_048_576;
 /// The inline limit may not pass this: a Durable Object SQL row holds at
@@ -122,7 +137,29 @@ pub struct PutRequest {
     pub inline_limit: u64,
     /// KV keys of this agent start with this (`<town>/<rig>/<agent>/`).
     pub key_prefix: String,
+    /// The snapshot limit.
+    #[serde(default = "default_limit")]
+    pub limit: u64,
+    /// How long chunks written but not yet committed are kept (ms).
+    #[serde(default = "default_pending_ttl")]
+    pub pending_ttl_ms: i64,
 }
+
+fn default_limit() -> u64 {
+    DEFAULT_SNAPSHOT_LIMIT
+}
+
+fn default_pending_ttl() -> i64 {
+    PENDING_CHUNK_TTL_MS
+}
+
+/// The KV key of one of an agent's chunks.
+pub fn chunk_key(key_prefix: &str, chunk: &str) -> String {
+    format!("{key_prefix}{CHUNKS_FOLDER}/{chunk}")
+}
+
+/// The folder under an agent's prefix that holds its chunks.
+pub const CHUNKS_FOLDER: &str = "chunks";
 
 /// A snapshot whose bytes are stored (in KV, or carried inline) under a
 /// reserved version that no metadata names yet: an import's, waiting for

@@ -1,28 +1,27 @@
 //! The object's side of a snapshot: versions, the metadata switch, and
 //! which KV keys are still in use.
 
-use super::{
-    MAX_INLINE_LIMIT, MAX_SNAPSHOT_BYTES, PENDING_TTL_MS, Precondition, SnapshotMeta, StorageKind,
-};
+use super::chunk_table;
+use super::{MAX_INLINE_LIMIT, PENDING_TTL_MS, Precondition, SnapshotMeta, StorageKind};
 use crate::{
     DomainError, Refusal, event_log, params,
     sql::{RowExt, SqlStore},
 };
 
-/// Refuses a body over the snapshot limit.
-pub fn check_size(size: u64) -> Result<(), DomainError> {
-    if size > MAX_SNAPSHOT_BYTES {
-        return Err(too_large());
+/// Refuses a snapshot over the snapshot limit.
+pub fn check_size(size: u64, limit: u64) -> Result<(), DomainError> {
+    if size > limit {
+        return Err(too_large(limit));
     }
     Ok(())
 }
 
-/// The 413 for a snapshot over [`MAX_SNAPSHOT_BYTES`].
-pub fn too_large() -> DomainError {
+/// The 413 for a snapshot over `limit`.
+pub fn too_large(limit: u64) -> DomainError {
     DomainError::too_large(
         "snapshot_too_large",
-        format!("a snapshot may hold at most {MAX_SNAPSHOT_BYTES} bytes"),
-        MAX_SNAPSHOT_BYTES,
+        format!("a snapshot may hold at most {limit} bytes"),
+        limit,
     )
 }
 
@@ -39,7 +38,7 @@ pub fn current(
         return Ok(None);
     };
     let storage = match row.text(3)? {
-        "kv" => StorageKind::Kv,
+        "kv" | "chunks" => StorageKind::Kv,
         _ => StorageKind::Inline,
     };
     let meta = SnapshotMeta {
@@ -88,12 +87,28 @@ pub fn check_precondition(
 /// Hands out the next version; a KV-sized one is recorded as pending.
 pub fn reserve(
     store: &impl SqlStore,
-    size: u64,
+    (size, limit): (u64, u64),
     inline_limit: u64,
     key_prefix: &str,
     now_ms: i64,
 ) -> Result<(u64, Option<String>), DomainError> {
-    check_size(size)?;
+    check_size(size, limit)?;
+    if size <= inline_limit.min(MAX_INLINE_LIMIT) {
+        // An inline snapshot names no key: it takes its version when it
+        // becomes current, so versions count up in that order.
+        return Ok((0, None));
+    }
+    let version = next_version(store)?;
+    let key = format!("{key_prefix}v{version}");
+    store.run(
+        "INSERT INTO snapshot_pending (version, kv_key, reserved_at) VALUES (?1, ?2, ?3)",
+        params![version, key.as_str(), now_ms],
+    )?;
+    Ok((version, Some(key)))
+}
+
+/// Hands out the next version number (never reused).
+pub fn next_version(store: &impl SqlStore) -> Result<u64, DomainError> {
     let last = store
         .first_row(
             "SELECT last_version FROM snapshot_counter WHERE id = 1",
@@ -108,15 +123,7 @@ pub fn reserve(
          ON CONFLICT (id) DO UPDATE SET last_version = excluded.last_version",
         params![version],
     )?;
-    if size <= inline_limit.min(MAX_INLINE_LIMIT) {
-        return Ok((version, None));
-    }
-    let key = format!("{key_prefix}v{version}");
-    store.run(
-        "INSERT INTO snapshot_pending (version, kv_key, reserved_at) VALUES (?1, ?2, ?3)",
-        params![version, key.as_str(), now_ms],
-    )?;
-    Ok((version, Some(key)))
+    Ok(version)
 }
 
 /// What a put switches the metadata to.
@@ -131,8 +138,11 @@ pub struct Switch<'a> {
     pub event_watermark: Option<u64>,
     /// The bytes of an inline snapshot.
     pub inline: Option<&'a [u8]>,
-    /// The key of a KV snapshot.
+    /// The key of a KV snapshot (the layout before chunks).
     pub kv_key: Option<&'a str>,
+    /// The chunk size of a chunked snapshot, whose manifest row the caller
+    /// added under `version`.
+    pub chunk_size: Option<u64>,
     /// ms since the epoch.
     pub now_ms: i64,
 }
@@ -143,15 +153,23 @@ pub fn switch(
     store: &impl SqlStore,
     new: &Switch<'_>,
 ) -> Result<(SnapshotMeta, Option<String>), DomainError> {
-    let superseded = current(store)?.and_then(|(_, key)| key);
+    let previous = current(store)?;
+    if let Some((old, _)) = &previous
+        && old.version != new.version
+    {
+        chunk_table::drop_manifest(store, old.version)?;
+    }
+    let superseded = previous.and_then(|(_, key)| key);
+    let storage = if new.chunk_size.is_some() {
+        "chunks"
+    } else if new.kv_key.is_some() {
+        "kv"
+    } else {
+        "inline"
+    };
     let event_watermark = match new.event_watermark {
         Some(seq) => seq,
         None => event_log::state(store)?.last_seq,
-    };
-    let storage = if new.kv_key.is_some() {
-        StorageKind::Kv
-    } else {
-        StorageKind::Inline
     };
     store.run(
         "INSERT OR REPLACE INTO snapshot_meta
@@ -161,7 +179,7 @@ pub fn switch(
             new.version,
             new.sha256,
             new.size,
-            storage.as_str(),
+            storage,
             new.kv_key,
             event_watermark,
             new.now_ms
@@ -179,7 +197,11 @@ pub fn switch(
         version: new.version,
         sha256: new.sha256.to_owned(),
         size: new.size,
-        storage,
+        storage: if storage == "inline" {
+            StorageKind::Inline
+        } else {
+            StorageKind::Kv
+        },
         event_watermark,
         created_at: new.now_ms,
     };
@@ -206,9 +228,18 @@ pub fn remove(store: &impl SqlStore) -> Result<Option<String>, DomainError> {
             "the agent has no snapshot",
         )));
     };
+    clear_current(store)?;
+    Ok(key)
+}
+
+/// Drops the current snapshot's rows and its manifest's references.
+pub fn clear_current(store: &impl SqlStore) -> Result<(), DomainError> {
+    if let Some((meta, _)) = current(store)? {
+        chunk_table::drop_manifest(store, meta.version)?;
+    }
     store.run("DELETE FROM snapshot_meta", Vec::new())?;
     store.run("DELETE FROM snapshot_inline", Vec::new())?;
-    Ok(key)
+    Ok(())
 }
 
 /// The KV keys a sweep must keep: the current one and those of puts still
@@ -241,6 +272,8 @@ pub fn wipe(store: &impl SqlStore) -> Result<Vec<String>, DomainError> {
         keys.push(row.text(0)?.to_owned());
     }
     keys.extend(super::staged::key(store)?);
+    chunk_table::drop_all_manifests(store)?;
+    chunk_table::release_all(store)?;
     for table in [
         "snapshot_meta",
         "snapshot_inline",

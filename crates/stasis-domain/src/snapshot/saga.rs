@@ -8,7 +8,7 @@
 
 use super::{
     Located, PutRequest, Reserved, SnapshotCall, SnapshotMeta, SnapshotReply, StagedSnapshot,
-    digest, is_sha256_hex, rules,
+    chunk_key, chunk_saga, digest, is_sha256_hex, rules,
 };
 use crate::{DomainError, Refusal, agent::ObjectEnv, sql::SqlStore};
 use std::future::Future;
@@ -137,7 +137,7 @@ async fn write(
     body: &[u8],
 ) -> Result<Written, DomainError> {
     let size = u64::try_from(body.len()).unwrap_or(u64::MAX);
-    rules::check_size(size)?;
+    rules::check_size(size, request.limit)?;
     let sha256 = blobs.sha256_hex(body).await;
     if let Some(expected) = &request.expected_sha256 {
         if !is_sha256_hex(expected) {
@@ -160,6 +160,7 @@ async fn write(
                 precondition: request.precondition.clone(),
                 inline_limit: request.inline_limit,
                 key_prefix: request.key_prefix.clone(),
+                limit: request.limit,
             })
             .await?,
     )?;
@@ -273,7 +274,10 @@ fn verify(meta: &SnapshotMeta, bytes: &[u8], actual: &str) -> Result<(), DomainE
 
 /// Reads a key the metadata names, retrying while the store does not show
 /// it yet.
-async fn fetch_visible(blobs: &impl BlobStore, key: &str) -> Result<Vec<u8>, DomainError> {
+pub(super) async fn fetch_visible(
+    blobs: &impl BlobStore,
+    key: &str,
+) -> Result<Vec<u8>, DomainError> {
     if let Some(bytes) = blobs.get(key).await? {
         return Ok(bytes);
     }
@@ -289,20 +293,26 @@ async fn fetch_visible(blobs: &impl BlobStore, key: &str) -> Result<Vec<u8>, Dom
     )))
 }
 
-/// Deletes the current snapshot and its KV key.
+/// Deletes the current snapshot and its KV key, then collects the chunks
+/// nothing names any more.
 pub async fn delete(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
+    key_prefix: &str,
 ) -> Result<(), DomainError> {
     match object.call(SnapshotCall::Remove).await? {
         SnapshotReply::Removed(Some(key)) => {
             // Once the metadata is gone a leftover key is an orphan the
             // sweep removes; report the failure all the same.
-            blobs.delete(&key).await
+            blobs.delete(&key).await?;
         }
-        SnapshotReply::Removed(None) => Ok(()),
-        other => Err(unexpected(&other)),
+        SnapshotReply::Removed(None) => {}
+        other => return Err(unexpected(&other)),
     }
+    // The chunks only the deleted manifest named go now; a failure leaves
+    // them to the next collection.
+    let _ = chunk_saga::collect(object, blobs, key_prefix).await;
+    Ok(())
 }
 
 /// Deletes the KV keys under `prefix` that neither the metadata nor a put in
@@ -317,36 +327,73 @@ pub async fn sweep(
         SnapshotReply::Keys(keys) => keys,
         other => return Err(unexpected(&other)),
     };
+    let chunk_prefix = chunk_key(prefix, "");
     let mut removed = 0;
     let mut cursor = None;
-    // Bounded: a KV page holds up to 1,000 keys, and an agent has few.
+    // Bounded: a KV page holds up to 1,000 keys.
     for _ in 0..1_000 {
         let (keys, next) = blobs.list(prefix, cursor).await?;
+        let mut chunks = Vec::new();
         for key in keys {
-            if !in_use.contains(&key) {
+            if let Some(chunk) = key.strip_prefix(&chunk_prefix) {
+                chunks.push(chunk.to_owned());
+            } else if !in_use.contains(&key) {
                 blobs.delete(&key).await?;
                 removed += 1;
             }
         }
+        removed += sweep_orphan_chunks(object, blobs, prefix, chunks).await?;
         match next {
             Some(next) => cursor = Some(next),
             None => break,
         }
     }
-    Ok(removed)
+    let collected = chunk_saga::collect_all(object, blobs, prefix, 1_000).await?;
+    Ok(removed.saturating_add(u32::try_from(collected).unwrap_or(u32::MAX)))
 }
 
-/// Removes the snapshot rows and then every KV key they named.
-pub async fn wipe(object: &impl SnapshotObject, blobs: &impl BlobStore) -> Result<(), DomainError> {
+/// Deletes the chunk keys found in KV that the object has no row for.
+async fn sweep_orphan_chunks(
+    object: &impl SnapshotObject,
+    blobs: &impl BlobStore,
+    prefix: &str,
+    found: Vec<String>,
+) -> Result<u32, DomainError> {
+    let found: Vec<String> = found.into_iter().filter(|c| is_sha256_hex(c)).collect();
+    if found.is_empty() {
+        return Ok(0);
+    }
+    let claimed = match object
+        .call(SnapshotCall::ClaimOrphans { chunks: found })
+        .await?
+    {
+        SnapshotReply::Chunks(claimed) => claimed,
+        other => return Err(unexpected(&other)),
+    };
+    let went = chunk_saga::delete_chunks(object, blobs, prefix, claimed).await?;
+    Ok(u32::try_from(went).unwrap_or(u32::MAX))
+}
+
+/// Removes the snapshot rows and then every KV key they named, and
+/// collects the agent's chunks (up to `max_steps` collection steps; later
+/// sweeps take the rest).
+pub async fn wipe(
+    object: &impl SnapshotObject,
+    blobs: &impl BlobStore,
+    key_prefix: &str,
+    max_steps: u32,
+) -> Result<(), DomainError> {
     match object.call(SnapshotCall::Wipe).await? {
         SnapshotReply::Keys(keys) => {
             for key in keys {
                 blobs.delete(&key).await?;
             }
-            Ok(())
         }
-        other => Err(unexpected(&other)),
+        other => return Err(unexpected(&other)),
     }
+    chunk_saga::collect_all(object, blobs, key_prefix, max_steps)
+        .await
+        .map(drop)
 }
 
 fn expect_reserved(reply: SnapshotReply) -> Result<Reserved, DomainError> {
@@ -356,7 +403,7 @@ fn expect_reserved(reply: SnapshotReply) -> Result<Reserved, DomainError> {
     }
 }
 
-fn unexpected(reply: &SnapshotReply) -> DomainError {
+pub(super) fn unexpected(reply: &SnapshotReply) -> DomainError {
     DomainError::Storage(format!(
         "the agent object answered a snapshot call with {reply:?}"
     ))

@@ -40,5 +40,8 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), StorageError> {
     for statement in STATEMENTS {
         store.run(statement, Vec::new())?;
     }
+    for statement in super::chunk_table::STATEMENTS {
+        store.run(statement, Vec::new())?;
+    }
     store.run(super::staged::TABLE, Vec::new())
 }

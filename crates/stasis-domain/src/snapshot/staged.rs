@@ -77,21 +77,25 @@ pub fn clear(store: &impl SqlStore) -> Result<(), DomainError> {
 /// agent now has a snapshot. The superseded KV key is left for a sweep.
 pub fn commit(store: &impl SqlStore, now_ms: i64) -> Result<bool, DomainError> {
     let staged = load(store)?;
-    store.run("DELETE FROM snapshot_meta", Vec::new())?;
-    store.run("DELETE FROM snapshot_inline", Vec::new())?;
+    rules::clear_current(store)?;
     clear(store)?;
     let Some(staged) = staged else {
         return Ok(false);
     };
+    let version = match staged.kv_key {
+        None => rules::next_version(store)?,
+        Some(_) => staged.version,
+    };
     rules::switch(
         store,
         &rules::Switch {
-            version: staged.version,
+            version,
             sha256: &staged.sha256,
             size: staged.size,
             event_watermark: Some(staged.event_watermark),
             inline: staged.inline.as_deref(),
             kv_key: staged.kv_key.as_deref(),
+            chunk_size: None,
             now_ms,
         },
     )?;

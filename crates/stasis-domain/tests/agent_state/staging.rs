@@ -257,6 +257,7 @@ fn reserved_kv_snapshot(store: &SqliteStore) -> StagedSnapshot {
         precondition: None,
         inline_limit: 1_000,
         key_prefix: "t/r/a/".into(),
+        limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
     };
     let Ok(SnapshotReply::Reserved(reserved)) = snapshot::execute(store, &reserve, &env(NOW))
     else {

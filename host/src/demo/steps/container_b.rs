@@ -30,6 +30,7 @@ impl Demo {
             container_id: self.container_b.clone(),
             root: self.root.join("container-b"),
             progress: false,
+            chunk_cache: None,
         };
         let started = Instant::now();
         let mut ready_at: Vec<Duration> = Vec::new();

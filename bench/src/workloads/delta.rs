@@ -1,0 +1,123 @@
+//! The delta push after one agent turn: the live database (see
+//! [`push::live_database`]) changes by one turn ([`LiveDb::one_turn`]), then
+//! `stasis-client` pushes it by chunks (only those the server lacks), then
+//! pushes the same database whole: the baseline, measured in the same round.
+//!
+//! Each round first brings the server's snapshot back to the database's
+//! chunks (untimed), as a sidecar's previous push would have left it.
+
+use super::{
+    Bounds, container_client,
+    push::{LiveDb, TURN_ROWS},
+};
+use crate::{client::Endpoint, stats::Latency};
+use anyhow::{Context, Result, bail};
+use stasis_client::{
+    AgentRef, Client,
+    snapshot::{self, PushOptions, PushReceipt, PushTransfer, TransferMode},
+};
+use std::{
+    path::Path,
+    sync::{Arc, atomic::Ordering},
+    time::{Duration, Instant},
+};
+
+/// How long one push may take, retries included.
+const PUSH_DEADLINE: Duration = Duration::from_secs(120);
+
+/// What the delta pushes measured.
+#[derive(Debug, Clone, Copy)]
+pub struct DeltaPushes {
+    /// Bytes of the consistent copy.
+    pub size: u64,
+    /// Rows rewritten per turn.
+    pub turn_rows: u64,
+    /// The delta push after a turn: copy, chunk hashes, missing, uploads, commit.
+    pub delta: Latency,
+    /// The whole-file push of the same database, right after.
+    pub whole: Latency,
+    /// The largest delta push's transfer over the rounds.
+    pub sent: PushTransfer,
+    /// Requests `stasis-client` retried over the whole workload.
+    pub retries: u32,
+}
+
+impl DeltaPushes {
+    /// Snapshot bytes sent by the delta push ÷ the file's size.
+    pub fn bytes_ratio(&self) -> f64 {
+        self.sent.bytes_sent as f64 / self.size.max(1) as f64
+    }
+
+    /// Every request body (the JSON of `missing` and the manifest included) ÷ the file's size.
+    pub fn body_ratio(&self) -> f64 {
+        self.sent.body_bytes_sent as f64 / self.size.max(1) as f64
+    }
+}
+
+/// Rounds of: resync (untimed), one turn, the delta push, the whole-file
+/// push of the same database.
+pub async fn delta_pushes(
+    endpoint: &Arc<Endpoint>,
+    town: &str,
+    agent: &str,
+    db: &LiveDb,
+    bounds: Bounds,
+) -> Result<DeltaPushes> {
+    let (client, retries) = container_client(endpoint)?;
+    let agent = AgentRef::new(town, "r", agent)?;
+    let deadline = Instant::now() + bounds.time;
+    let (mut deltas, mut wholes) = (Vec::new(), Vec::new());
+    let mut largest: Option<PushTransfer> = None;
+    let mut size = 0;
+    let mut round = 0u64;
+    while (deltas.len() as u64) < bounds.count && Instant::now() < deadline {
+        round += 1;
+        push_once(&client, &agent, &db.path, false).await?;
+        db.one_turn(round)?;
+        let (took, receipt) = push_once(&client, &agent, &db.path, false).await?;
+        let sent = receipt.transfer.context("no transfer figures")?;
+        if sent.mode != TransferMode::Chunks {
+            bail!("the server does not serve the chunk routes: the push went whole");
+        }
+        deltas.push(took);
+        size = receipt.size;
+        if largest.is_none_or(|l| sent.bytes_sent > l.bytes_sent) {
+            largest = Some(sent);
+        }
+        let (took, whole) = push_once(&client, &agent, &db.path, true).await?;
+        if whole.sha256 != receipt.sha256 {
+            bail!("the whole-file push stored other bytes than the delta push");
+        }
+        wholes.push(took);
+    }
+    Ok(DeltaPushes {
+        size,
+        turn_rows: TURN_ROWS,
+        delta: Latency::of(deltas).context("no delta push finished")?,
+        whole: Latency::of(wholes).context("no whole-file push finished")?,
+        sent: largest.context("no delta push finished")?,
+        retries: retries.load(Ordering::Relaxed),
+    })
+}
+
+/// One push on a blocking thread: how long it took and its receipt.
+async fn push_once(
+    client: &Client,
+    agent: &AgentRef,
+    db: &Path,
+    whole_file: bool,
+) -> Result<(Duration, PushReceipt)> {
+    let (client, agent, db) = (client.clone(), agent.clone(), db.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let options = PushOptions {
+            deadline: Some(Instant::now() + PUSH_DEADLINE),
+            whole_file,
+            ..PushOptions::default()
+        };
+        let start = Instant::now();
+        let receipt = snapshot::push(&client, &agent, &db, &options)?;
+        Ok((start.elapsed(), receipt))
+    })
+    .await
+    .context("a push panicked")?
+}

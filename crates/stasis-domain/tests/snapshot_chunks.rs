@@ -1,0 +1,197 @@
+//! Chunked snapshots over real SQLite and an in-memory KV store: a
+//! snapshot written in the layout before chunks (one KV key per version)
+//! stays readable through the new paths; the whole-file writer and reader
+//! round trip; a reader meeting a corrupt chunk fails before handing out
+//! the rest; a collection never deletes a chunk a manifest names.
+
+#![allow(clippy::expect_used, reason = "tests fail loudly")]
+
+use stasis_domain::{
+    DomainError,
+    agent::{self, ObjectEnv},
+    snapshot::{
+        self, PutRequest,
+        chunk_calls::ChunkSource,
+        chunk_saga,
+        saga::{self, BlobStore, LocalObject, run_ready},
+        sha256_hex,
+        whole::{WholeReader, WholeWriter},
+    },
+};
+use stasis_sqlite::SqliteStore;
+use std::{cell::RefCell, collections::BTreeMap};
+
+#[derive(Default)]
+struct MemoryKv(RefCell<BTreeMap<String, Vec<u8>>>);
+
+impl BlobStore for MemoryKv {
+    async fn put(&self, key: &str, value: &[u8]) -> Result<(), DomainError> {
+        self.0.borrow_mut().insert(key.to_owned(), value.to_vec());
+        Ok(())
+    }
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, DomainError> {
+        Ok(self.0.borrow().get(key).cloned())
+    }
+    async fn delete(&self, key: &str) -> Result<(), DomainError> {
+        self.0.borrow_mut().remove(key);
+        Ok(())
+    }
+    async fn list(
+        &self,
+        prefix: &str,
+        _cursor: Option<String>,
+    ) -> Result<(Vec<String>, Option<String>), DomainError> {
+        let values = self.0.borrow();
+        let keys = values.keys().filter(|k| k.starts_with(prefix)).cloned();
+        Ok((keys.collect(), None))
+    }
+    fn propagation_delays_ms(&self) -> &[u64] {
+        &[]
+    }
+    async fn pause(&self, _ms: u64) {}
+}
+
+const PREFIX: &str = "t/r/a/";
+
+fn store() -> SqliteStore {
+    let store = SqliteStore::in_memory().expect("sqlite opens");
+    agent::migrate(&store).expect("schema applies");
+    store
+}
+
+fn object(store: &SqliteStore) -> LocalObject<'_, SqliteStore> {
+    LocalObject {
+        store,
+        env: ObjectEnv {
+            now_ms: 1_700_000_000_000,
+            max_events: 10_000,
+        },
+    }
+}
+
+fn request() -> PutRequest {
+    PutRequest {
+        expected_sha256: None,
+        precondition: None,
+        event_watermark: None,
+        inline_limit: 1024,
+        key_prefix: PREFIX.into(),
+        limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
+        pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
+    }
+}
+
+/// `len` pseudo-random bytes (xorshift): no two chunks alike.
+fn body(len: usize, seed: u8) -> Vec<u8> {
+    let mut state = u64::from(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state.to_le_bytes()[0]
+        })
+        .collect()
+}
+
+/// Writes `bytes` through the whole-file writer, `piece` bytes at a time.
+fn write_whole(store: &SqliteStore, kv: &MemoryKv, bytes: &[u8], size_hint: u64) {
+    let object = object(store);
+    let mut writer = WholeWriter::new(request(), Some(size_hint), 0);
+    for piece in bytes.chunks(300_000) {
+        run_ready(writer.write(&object, kv, piece, 0))
+            .expect("ready")
+            .expect("written");
+    }
+    run_ready(writer.finish(&object, kv))
+        .expect("ready")
+        .expect("committed");
+}
+
+fn read_whole(store: &SqliteStore, kv: &MemoryKv) -> Result<Vec<u8>, DomainError> {
+    let plan = run_ready(chunk_saga::plan(&object(store), true))
+        .expect("ready")?
+        .expect("a snapshot");
+    run_ready(WholeReader::new(plan, PREFIX.into()).read_all(kv)).expect("ready")
+}
+
+#[test]
+fn a_snapshot_in_the_layout_before_chunks_stays_readable() {
+    let (store, kv) = (store(), MemoryKv::default());
+    // The release before chunks stored this as one KV key, `v1`.
+    let old = body(5_000, 1);
+    run_ready(saga::put(&object(&store), &kv, &request(), &old))
+        .expect("ready")
+        .expect("stored");
+    assert!(kv.0.borrow().contains_key(&format!("{PREFIX}v1")));
+    let plan = run_ready(chunk_saga::plan(&object(&store), false))
+        .expect("ready")
+        .expect("read")
+        .expect("a snapshot");
+    assert_eq!(plan.chunks, vec![sha256_hex(&old)]);
+    assert_eq!(plan.chunk_size, 8_192);
+    assert!(matches!(plan.source, ChunkSource::Key { .. }));
+    assert_eq!(read_whole(&store, &kv).expect("whole"), old);
+    let chunk = run_ready(chunk_saga::get_chunk(
+        &object(&store),
+        &kv,
+        PREFIX,
+        &sha256_hex(&old),
+    ));
+    assert_eq!(chunk.expect("ready").expect("read"), Some(old));
+    // A chunked snapshot supersedes it, and its single key goes.
+    let new = body(3_000_000, 2);
+    write_whole(&store, &kv, &new, new.len() as u64);
+    assert!(!kv.0.borrow().contains_key(&format!("{PREFIX}v1")));
+    assert_eq!(read_whole(&store, &kv).expect("whole"), new);
+}
+
+#[test]
+fn the_whole_file_writer_splits_and_the_reader_assembles() {
+    let (store, kv) = (store(), MemoryKv::default());
+    let bytes = body(2_500_000, 3);
+    write_whole(&store, &kv, &bytes, bytes.len() as u64);
+    let chunk_keys = kv.0.borrow().len();
+    assert_eq!(chunk_keys, 3, "1 MiB chunks: 1 MiB, 1 MiB and the rest");
+    assert_eq!(read_whole(&store, &kv).expect("whole"), bytes);
+}
+
+#[test]
+fn a_corrupt_chunk_stops_the_reader_before_the_rest_is_handed_out() {
+    let (store, kv) = (store(), MemoryKv::default());
+    let bytes = body(2_500_000, 4);
+    write_whole(&store, &kv, &bytes, bytes.len() as u64);
+    let plan = run_ready(chunk_saga::plan(&object(&store), true))
+        .expect("ready")
+        .expect("read")
+        .expect("a snapshot");
+    let second = snapshot::chunk_key(PREFIX, &plan.chunks[1]);
+    kv.0.borrow_mut()
+        .get_mut(&second)
+        .expect("the second chunk")[10] ^= 1;
+    let mut reader = WholeReader::new(plan, PREFIX.into());
+    let first = run_ready(reader.next_piece(&kv)).expect("ready");
+    assert_eq!(
+        first.expect("the first chunk").expect("bytes").len(),
+        1 << 20
+    );
+    let err = run_ready(reader.next_piece(&kv))
+        .expect("ready")
+        .expect_err("the corrupt chunk is refused");
+    assert!(err.to_string().contains("snapshot_corrupt"), "{err}");
+}
+
+#[test]
+fn a_collection_keeps_every_chunk_a_manifest_names() {
+    let (store, kv) = (store(), MemoryKv::default());
+    let first = body(2_500_000, 5);
+    write_whole(&store, &kv, &first, first.len() as u64);
+    let mut second = first.clone();
+    second[2_400_000] ^= 1; // only the last chunk changes
+    write_whole(&store, &kv, &second, second.len() as u64);
+    run_ready(chunk_saga::collect_all(&object(&store), &kv, PREFIX, 10))
+        .expect("ready")
+        .expect("collected");
+    assert_eq!(kv.0.borrow().len(), 3, "the superseded last chunk went");
+    assert_eq!(read_whole(&store, &kv).expect("whole"), second);
+}

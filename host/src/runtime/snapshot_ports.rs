@@ -1,0 +1,116 @@
+//! The host's two snapshot ports: the agent's object (snapshot calls run by
+//! the session component, like every agent call) and the KV folder. The
+//! domain's snapshot sagas run over them in the host process, so snapshot
+//! bytes never enter a guest and are hashed natively (`sha2`, which uses
+//! the CPU's SHA extensions where it has them).
+
+use super::{
+    kv_folder::{BucketHandle, KvError, KvFolder},
+    objects::HostObjects,
+};
+use stasis_api::Objects;
+use stasis_domain::{
+    DomainError,
+    agent::{AgentCall, AgentReply},
+    ids::AgentKey,
+    snapshot::{
+        KV_BUCKET, SnapshotCall, SnapshotReply,
+        saga::{BlobStore, SnapshotObject},
+    },
+};
+use std::sync::Arc;
+
+/// An agent's object, as the snapshot sagas reach it.
+pub struct HostAgentObject<'a> {
+    /// The host's objects.
+    pub objects: &'a HostObjects,
+    /// Which agent.
+    pub key: &'a AgentKey,
+}
+
+impl SnapshotObject for HostAgentObject<'_> {
+    async fn call(&self, call: SnapshotCall) -> Result<SnapshotReply, DomainError> {
+        match self
+            .objects
+            .agent(self.key, AgentCall::Snapshot(call))
+            .await?
+        {
+            AgentReply::Snapshot(reply) => Ok(reply),
+            other => Err(DomainError::Storage(format!(
+                "the agent object answered a snapshot step with {other:?}"
+            ))),
+        }
+    }
+}
+
+/// The snapshots bucket of the KV folder; each operation runs on a
+/// blocking thread (files are written and fsynced).
+#[derive(Clone)]
+pub struct HostBlobs {
+    kv: Arc<KvFolder>,
+    bucket: BucketHandle,
+}
+
+impl HostBlobs {
+    /// The snapshots bucket of `kv`.
+    pub fn open(kv: &Arc<KvFolder>) -> Result<Self, DomainError> {
+        let bucket = kv.open(KV_BUCKET).map_err(kv_error)?;
+        Ok(Self {
+            kv: Arc::clone(kv),
+            bucket,
+        })
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&KvFolder, &BucketHandle) -> Result<T, KvError> + Send + 'static,
+    ) -> Result<T, DomainError> {
+        let (kv, bucket) = (Arc::clone(&self.kv), self.bucket.clone());
+        tokio::task::spawn_blocking(move || op(&kv, &bucket))
+            .await
+            .map_err(|err| DomainError::Storage(format!("a KV task failed: {err}")))?
+            .map_err(kv_error)
+    }
+}
+
+fn kv_error(err: KvError) -> DomainError {
+    DomainError::Storage(format!("KV folder: {err}"))
+}
+
+impl BlobStore for HostBlobs {
+    async fn put(&self, key: &str, value: &[u8]) -> Result<(), DomainError> {
+        let (key, value) = (key.to_owned(), value.to_vec());
+        self.blocking(move |kv, bucket| kv.set(bucket, &key, &value))
+            .await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, DomainError> {
+        let key = key.to_owned();
+        self.blocking(move |kv, bucket| kv.get(bucket, &key)).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), DomainError> {
+        let key = key.to_owned();
+        self.blocking(move |kv, bucket| kv.delete(bucket, &key))
+            .await
+    }
+
+    async fn list(
+        &self,
+        prefix: &str,
+        cursor: Option<String>,
+    ) -> Result<(Vec<String>, Option<String>), DomainError> {
+        let prefix = prefix.to_owned();
+        self.blocking(move |kv, bucket| kv.list(bucket, &prefix, cursor.as_deref()))
+            .await
+    }
+
+    /// The folder is strongly consistent: a key the metadata names is there.
+    fn propagation_delays_ms(&self) -> &[u64] {
+        &[]
+    }
+
+    async fn pause(&self, ms: u64) {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+}

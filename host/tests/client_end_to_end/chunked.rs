@@ -1,0 +1,137 @@
+//! g. chunked snapshots against the real host: a push after a small change sends only the
+//! chunks that changed, a pull after a push fetches nothing, a rotten cache entry is noticed and
+//! fetched again, and a pull without a cache fetches every distinct chunk once.
+
+use std::path::Path;
+
+use stasis_client::AgentRef;
+use stasis_client::backup::{BackupOptions, backup_database};
+use stasis_client::snapshot::{
+    self, ChunkCache, ChunkedFile, PullOptions, PullOutcome, PulledSnapshot, PushOptions,
+    PushReceipt, TransferMode,
+};
+
+use crate::helpers::{
+    append_rows, client, create_db, entries, head_snapshot, rows_for, sha256_file, start_server,
+};
+use crate::support::Server;
+
+/// A consistent copy of `db` at `copy`, and its chunks.
+fn copy_of(db: &Path, copy: &Path) -> ChunkedFile {
+    backup_database(db, copy, &BackupOptions::default(), |_, _| {}).expect("backup");
+    ChunkedFile::scan(copy).expect("scan")
+}
+
+fn upload(server: &Server, who: &AgentRef, file: &Path, options: &PushOptions) -> PushReceipt {
+    let chunked = ChunkedFile::scan(file).expect("scan");
+    snapshot::upload_file(&client(server), who, file, &chunked, options).expect("push")
+}
+
+fn pulled(server: &Server, who: &AgentRef, out: &Path, options: &PullOptions) -> PulledSnapshot {
+    match snapshot::pull(&client(server), who, out, options).expect("pull") {
+        PullOutcome::Pulled(pulled) => pulled,
+        PullOutcome::NoSnapshot => panic!("the snapshot is there"),
+    }
+}
+
+#[test]
+fn a_push_after_a_small_change_sends_only_the_changed_chunks_and_a_pull_after_it_fetches_none() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let server = start_server(data.path());
+    let work = tempfile::tempdir().expect("temp dir");
+    let db = work.path().join("live/kilo.db");
+    create_db(&db, rows_for(6_000_000), "wal");
+    let mayor = AgentRef::new("e2e-chunks", "hq", "mayor").expect("ids");
+    let cache = ChunkCache::new(work.path().join("cache"), 1 << 30);
+    let options = PushOptions {
+        cache: Some(cache.clone()),
+        ..PushOptions::default()
+    };
+
+    let before = copy_of(&db, &work.path().join("v1.db"));
+    let first = upload(&server, &mayor, &work.path().join("v1.db"), &options);
+    let sent = first.transfer.expect("transfer");
+    assert_eq!(sent.mode, TransferMode::Chunks);
+    assert_eq!(sent.chunks_total, before.chunks.len() as u64);
+    assert_eq!(sent.chunks_sent, before.unique_chunks().len() as u64);
+    assert_eq!(
+        sent.bytes_sent, before.size,
+        "a first push sends every byte once"
+    );
+
+    // One turn's worth of writes: a few rows appended.
+    append_rows(&db, 3);
+    let after = copy_of(&db, &work.path().join("v2.db"));
+    let changed: Vec<String> = after
+        .unique_chunks()
+        .into_iter()
+        .filter(|c| !before.chunks.contains(c))
+        .collect();
+    let second = upload(&server, &mayor, &work.path().join("v2.db"), &options);
+    let sent = second.transfer.expect("transfer");
+    assert_eq!(sent.mode, TransferMode::Chunks);
+    assert!(
+        !changed.is_empty() && changed.len() <= 10,
+        "{}",
+        changed.len()
+    );
+    assert_eq!(sent.chunks_sent, changed.len() as u64);
+    assert!(
+        sent.bytes_sent <= changed.len() as u64 * after.chunk_size,
+        "{} bytes for {} chunks",
+        sent.bytes_sent,
+        changed.len()
+    );
+    assert!(
+        sent.bytes_sent * 20 < after.size,
+        "well under 5 % of the file"
+    );
+    assert_eq!(second.version, first.version + 1);
+    assert_eq!(head_snapshot(&server, &mayor).1, Some(after.sha256.clone()));
+    let third = upload(&server, &mayor, &work.path().join("v2.db"), &options);
+    let sent = third.transfer.expect("transfer");
+    assert_eq!(
+        (sent.chunks_sent, sent.bytes_sent),
+        (0, 0),
+        "nothing changed"
+    );
+
+    // The push filled the cache: the pull asks for the manifest and nothing else.
+    let out = work.path().join("restored/kilo.db");
+    let pull_options = PullOptions {
+        cache: Some(cache.clone()),
+        ..PullOptions::default()
+    };
+    let back = pulled(&server, &mayor, &out, &pull_options);
+    let fetched = back.transfer.expect("transfer");
+    assert_eq!((fetched.chunks_fetched, fetched.bytes_fetched), (0, 0));
+    assert_eq!(fetched.chunks_cached, after.unique_chunks().len() as u64);
+    assert_eq!(back.sha256, after.sha256);
+    assert_eq!(sha256_file(&out), after.sha256);
+    assert_eq!(entries(out.parent().expect("parent")), ["kilo.db"]);
+
+    // A rotten cache entry is noticed by its hash and fetched again; the file is whole.
+    let rotten = cache.dir().join(&after.chunks[1]);
+    let mut bytes = std::fs::read(&rotten).expect("a cache entry");
+    bytes[7] ^= 0x40;
+    std::fs::write(&rotten, bytes).expect("rot");
+    let again = work.path().join("again/kilo.db");
+    let back = pulled(&server, &mayor, &again, &pull_options);
+    let fetched = back.transfer.expect("transfer");
+    assert_eq!((fetched.chunks_fetched, fetched.cache_rejected), (1, 1));
+    assert_eq!(fetched.bytes_fetched, after.chunk_size);
+    assert_eq!(sha256_file(&again), after.sha256);
+    assert_eq!(
+        sha256_file(&rotten),
+        after.chunks[1],
+        "the entry is whole again"
+    );
+
+    // Without a cache every distinct chunk comes once.
+    let cold = work.path().join("cold/kilo.db");
+    let back = pulled(&server, &mayor, &cold, &PullOptions::default());
+    let fetched = back.transfer.expect("transfer");
+    assert_eq!(fetched.mode, TransferMode::Chunks);
+    assert_eq!(fetched.chunks_fetched, after.unique_chunks().len() as u64);
+    assert_eq!(sha256_file(&cold), after.sha256);
+}
