@@ -99,6 +99,16 @@ impl Fixture {
         mayor.put_checkpoint(&json!({"step": 1}));
         mayor.put_memory("k", &json!("v"));
         mayor.put_snapshot(snapshot::bytes(2048, 0), seq);
+        let staged = staged_chunk();
+        let path = mayor.path(&format!(
+            "/db-snapshot/chunks/{}",
+            snapshot::sha256_hex(staged)
+        ));
+        call("PUT", &path)
+            .header("Content-Type", "application/octet-stream")
+            .body(staged.to_vec())
+            .send()
+            .expect_json(201);
         Fixture { town, mayor }
     }
 
@@ -119,6 +129,13 @@ impl Fixture {
         let read = |path: String| case("GET", path, None, Kind::Read, 200);
         let write = |method, path, body: Value, ok| case(method, path, Some(body), Kind::Write, ok);
         let blob = snapshot::bytes(1024, 1).to_vec();
+        let (blob_sha, staged_sha) = (
+            snapshot::sha256_hex(&blob),
+            snapshot::sha256_hex(staged_chunk()),
+        );
+        let current_sha = snapshot::sha256_hex(snapshot::bytes(2048, 0));
+        let one_chunk =
+            json!({"size": 1024, "sha256": staged_sha, "chunk_size": 4096, "chunks": [staged_sha]});
         let mut cases = vec![
             read(t("")),
             read(t("/container-registry")),
@@ -134,6 +151,8 @@ impl Fixture {
             read(a("/memory/k")),
             read(a("/db-snapshot")),
             case("HEAD", a("/db-snapshot"), None, Kind::Read, 200),
+            read(a("/db-snapshot/manifest")),
+            read(a(&format!("/db-snapshot/chunks/{current_sha}"))),
             read(a("/export")),
             write("POST", t("/container-eviction"), json!({}), 202),
             case(
@@ -178,6 +197,13 @@ impl Fixture {
             write("PUT", a("/memory/k"), json!("w"), 200),
             write("DELETE", a("/memory/k"), Value::Null, 204),
             write("DELETE", a("/db-snapshot"), Value::Null, 204),
+            write(
+                "POST",
+                a("/db-snapshot/missing"),
+                json!({"chunks": [staged_sha, blob_sha]}),
+                200,
+            ),
+            write("PUT", a("/db-snapshot/manifest"), one_chunk, 201),
             write("PUT", a("/import"), self.mayor.export(), 200),
             write("POST", a("/dispatch"), json!({}), 200),
         ];
@@ -186,8 +212,18 @@ impl Fixture {
             upload.bytes = Some(blob.clone());
             cases.push(upload);
         }
+        let chunk_path = a(&format!("/db-snapshot/chunks/{blob_sha}"));
+        let mut chunk = case("PUT", chunk_path, None, Kind::Write, 201);
+        chunk.bytes = Some(blob);
+        cases.push(chunk);
         cases
     }
+}
+
+/// A chunk every fixture's Mayor holds and no manifest names: what a
+/// manifest commit cell commits.
+fn staged_chunk() -> &'static [u8] {
+    snapshot::bytes(1024, 2)
 }
 
 fn case(method: &'static str, path: String, json: Option<Value>, kind: Kind, ok: u16) -> Case {
@@ -314,8 +350,12 @@ fn check_cell(
             }
         }
     }
-    if let Some(before) = before {
-        assert_eq!(fixture.state(), before, "{what} must change nothing");
+    if let Some(before) = &before {
+        assert_eq!(&fixture.state(), before, "{what} must change nothing");
+    }
+    if before.is_some() && case.method == "PUT" && case.path.contains("/db-snapshot/chunks/") {
+        let stored = call("GET", &case.path).send();
+        assert_error(&stored, 404, "chunk_not_found");
     }
 }
 

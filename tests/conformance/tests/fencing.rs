@@ -47,6 +47,24 @@ impl Container {
             .send()
     }
 
+    /// `PUT /db-snapshot/chunks/{sha256}` of `bytes`.
+    fn put_chunk(&self, mayor: &Agent, bytes: &[u8]) -> Reply {
+        let name = snapshot::sha256_hex(bytes);
+        call("PUT", &mayor.path(&format!("/db-snapshot/chunks/{name}")))
+            .token(&self.token)
+            .header("Content-Type", "application/octet-stream")
+            .body(bytes.to_vec())
+            .send()
+    }
+
+    /// `PUT /db-snapshot/manifest` of a one-chunk snapshot of `bytes`.
+    fn commit_manifest(&self, mayor: &Agent, bytes: &[u8]) -> Reply {
+        let name = snapshot::sha256_hex(bytes);
+        let manifest =
+            json!({"size": bytes.len(), "sha256": name, "chunk_size": 4096, "chunks": [name]});
+        self.send("PUT", &mayor.path("/db-snapshot/manifest"), Some(&manifest))
+    }
+
     fn append(&self, mayor: &Agent, text: &str) -> Reply {
         let body = json!({"events": [{"type": "message.updated", "session_id": "s1", "data": {"text": text}}]});
         self.send("POST", &mayor.path("/events"), Some(&body))
@@ -60,6 +78,22 @@ impl Container {
             (
                 "snapshot".into(),
                 self.push(mayor, snapshot::bytes(4096, 2)),
+            ),
+            (
+                "chunk upload".into(),
+                self.put_chunk(mayor, snapshot::bytes(4096, 4)),
+            ),
+            (
+                "missing".into(),
+                self.send(
+                    "POST",
+                    &mayor.path("/db-snapshot/missing"),
+                    Some(&json!({"chunks": [snapshot::sha256_hex(snapshot::bytes(4096, 3))]})),
+                ),
+            ),
+            (
+                "manifest commit".into(),
+                self.commit_manifest(mayor, snapshot::bytes(4096, 3)),
             ),
             (
                 "append".into(),
@@ -119,6 +153,9 @@ fn a_zombie_container_never_overwrites_what_its_successor_wrote() {
     a.send("PUT", &mayor.path(""), Some(&json!({"role": "mayor"})));
     assert_eq!(a.append(&mayor, "from a").status, 200);
     assert_eq!(a.push(&mayor, snapshot::bytes(4096, 0)).status, 201);
+    // A chunk A uploaded while it held the town: its manifest commit after
+    // the takeover must still be refused.
+    assert_eq!(a.put_chunk(&mayor, snapshot::bytes(4096, 3)).status, 201);
 
     let beat = b.heartbeat();
     assert_eq!(
@@ -142,8 +179,9 @@ fn a_zombie_container_never_overwrites_what_its_successor_wrote() {
     }
     eprintln!(
         "zombie: {rounds} rounds in {:.1} s, {refused} writes of A refused ({rounds} snapshot \
-         pushes, {rounds} appends, and checkpoint, memory, session, registry, eviction and \
-         Mayor message writes); B's state unchanged",
+         pushes, {rounds} chunk uploads, missing queries and manifest commits, {rounds} appends, \
+         and checkpoint, memory, session, registry, eviction and Mayor message writes); B's \
+         state unchanged",
         started.elapsed().as_secs_f64()
     );
     town.assert_unchanged(&town_before);
@@ -154,6 +192,13 @@ fn a_zombie_container_never_overwrites_what_its_successor_wrote() {
         snapshot::bytes(4096, 1),
         "B's snapshot is served"
     );
+    let refused_chunk = snapshot::sha256_hex(snapshot::bytes(4096, 4));
+    let chunk = call(
+        "GET",
+        &mayor.path(&format!("/db-snapshot/chunks/{refused_chunk}")),
+    )
+    .send();
+    assert_error(&chunk, 404, "chunk_not_found");
 
     // Its reads stay allowed.
     let read = a.send("GET", &mayor.path("/events"), None).ok();
