@@ -318,7 +318,7 @@ fn edge_target(args: &Args) -> Result<Option<plan::EdgeTarget>> {
             if secret.trim().len() < 16 {
                 bail!("--edge-secret must be at least 16 characters, as the worker requires");
             }
-            server::admin_token(secret.trim())
+            server::admin_token(secret.trim())?
         }
         (None, Some(token)) => token.clone(),
         (None, None) => bail!("--edge-url needs --edge-secret or --edge-token"),

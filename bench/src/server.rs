@@ -85,7 +85,7 @@ impl StasisHost {
             .stderr(Stdio::from(log))
             .spawn()
             .with_context(|| format!("starting {}", config.bin.display()))?;
-        let token = admin_token(&config.secret);
+        let token = admin_token(&config.secret)?;
         let endpoint = Endpoint::new(&format!("http://127.0.0.1:{port}"), Some(&token))?;
         Ok(Self {
             process: Spawned::new("the stasis host", child),
@@ -149,9 +149,16 @@ impl StasisHost {
     }
 }
 
-/// The admin token for `secret`, as the host checks it.
-pub fn admin_token(secret: &str) -> String {
-    stasis_api::auth::mint(secret.as_bytes(), &stasis_api::auth::Scope::Admin)
+/// An admin token for the server whose `STASIS_SECRET` is `secret`, valid
+/// for a day from now.
+pub fn admin_token(secret: &str) -> Result<String> {
+    use stasis_api::auth::{Grant, KeyRing, Scope};
+    let keys = KeyRing::single(secret)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    let day = std::time::Duration::from_secs(86_400);
+    Ok(keys.mint(&Grant::new(Scope::Admin), now, day)?)
 }
 
 /// A random hex string from the OS (for secrets and run ids).

@@ -1,5 +1,5 @@
-//! Boot: heartbeat, then hydrate every registered agent's kilo.db, then hand over the pending
-//! dispatches, and ask for the dispatches the heartbeat did not bring.
+//! Boot: take a container token, heartbeat, then hydrate every registered agent's kilo.db, then
+//! hand over the pending dispatches, and ask for the dispatches the heartbeat did not bring.
 //!
 //! A heartbeat hands over only the dispatches deferred while the town drained. A container that
 //! died without a drain (`kill -9`, a lost machine) deferred none, yet every agent it ran must
@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::credentials::token_file;
 use crate::error::{Error, Result};
 use crate::http::Client;
 use crate::ids::AgentRef;
@@ -128,18 +129,29 @@ impl BootReport {
     }
 }
 
-/// Heartbeats `town` as `options.container_id`, then pulls each registered agent's snapshot
-/// into [`kilo_db_path`], calling `on_agent` after each, then requests a dispatch for each
-/// registered agent that ran in another container and has no pending dispatch (see the module
-/// doc). An agent that fails does not stop the others; only a failed heartbeat fails the boot.
+/// Binds the client to `options.container_id` (a container token, shared with the container's
+/// sidecars and drain through [`token_file`] under `options.root`), heartbeats `town` as that
+/// container, then pulls each registered agent's snapshot into [`kilo_db_path`], calling
+/// `on_agent` after each, then requests a dispatch for each registered agent that ran in another
+/// container and has no pending dispatch (see the module doc). An agent that fails does not stop
+/// the others; a failed heartbeat fails the boot, and so does one that finds this container
+/// fenced ([`Error::Superseded`]).
 pub fn boot(
     client: &Client,
     town: &str,
     options: &BootOptions,
     on_agent: &mut dyn FnMut(&AgentOutcome<Hydration>),
 ) -> Result<BootReport> {
-    crate::ids::check_id("container", &options.container_id)?;
-    let beat = town::heartbeat(client, town, &options.container_id, None)?;
+    let ours = &options.container_id;
+    crate::ids::check_id("container", ours)?;
+    client.bind_container(town, ours, Some(&token_file(&options.root, ours)))?;
+    let beat = town::heartbeat(client, town, ours, None)?;
+    if beat.fenced {
+        return Err(Error::Superseded {
+            ours: ours.clone(),
+            current: beat.current_container_id.unwrap_or_default(),
+        });
+    }
     let registry = beat.registry.unwrap_or_default();
     let ran_elsewhere = !beat.draining
         && registry

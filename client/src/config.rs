@@ -70,6 +70,11 @@ impl Config {
         format!("{}{path}", self.base_url)
     }
 
+    /// The configured token, if any.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     /// The `Authorization` header value, when a token is configured.
     pub fn authorization(&self) -> Option<String> {
         self.token.as_ref().map(|t| format!("Bearer {t}"))

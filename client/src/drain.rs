@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::boot::{AgentOutcome, kilo_db_path};
+use crate::credentials::token_file;
 use crate::error::{Error, Result};
 use crate::http::Client;
 use crate::ids::AgentRef;
@@ -40,6 +41,8 @@ pub enum Flush {
     NoLocalDb,
     /// The budget ran out before it was flushed.
     OutOfTime,
+    /// Not pushed: stasis fenced this container (see [`DrainReport::fenced`]).
+    Fenced,
     /// It failed.
     Failed(Error),
 }
@@ -53,12 +56,16 @@ pub struct DrainReport {
     pub agents: Vec<AgentOutcome<Flush>>,
     /// Time spent.
     pub elapsed: Duration,
+    /// Set when stasis fenced this container during the drain (another container took the
+    /// town over): every push stopped at once.
+    pub fenced: Option<Error>,
 }
 
 impl DrainReport {
     /// True when the eviction was recorded and every agent with a kilo.db was flushed.
     pub fn complete(&self) -> bool {
-        self.eviction_error.is_none()
+        self.fenced.is_none()
+            && self.eviction_error.is_none()
             && self
                 .agents
                 .iter()
@@ -66,10 +73,11 @@ impl DrainReport {
     }
 }
 
-/// Reads the town's state and registry, posts the eviction (a failure is reported, not
-/// fatal), and pushes each registered agent's [`kilo_db_path`] before `options.budget` runs
+/// Binds the client to `options.container_id` (its container token from [`token_file`], or a
+/// fresh one), reads the town's state and registry, posts the eviction (a failure is reported,
+/// not fatal), and pushes each registered agent's [`kilo_db_path`] before `options.budget` runs
 /// out, calling `on_agent` as each ends. The copy of a locked database waits no longer than
-/// the budget either.
+/// the budget either. Once stasis fences a push (409 `container_fenced`), no other push starts.
 ///
 /// Refuses to evict or flush ([`Error::Superseded`]) when another container has taken the
 /// town over: the town's `current_container_id` (set by a heartbeat) names another one, or,
@@ -86,6 +94,7 @@ pub fn drain(
     let deadline = started + options.budget;
     let ours = options.container_id.as_str();
     crate::ids::check_id("container", ours)?;
+    client.bind_container(town, ours, Some(&token_file(&options.root, ours)))?;
     let state = town::state(client, town, Some(deadline))?;
     let registry = town::registry(client, town, Some(deadline))?;
     let owner = state
@@ -104,11 +113,13 @@ pub fn drain(
     agents.sort_by_key(|a| a.role != "mayor");
     let queue = Mutex::new(agents.into_iter().enumerate().collect::<VecDeque<_>>());
     let done = Mutex::new(Vec::new());
+    let fenced: Mutex<Option<Error>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for _ in 0..options.parallel.max(1) {
             scope.spawn(|| {
                 while let Some((index, agent)) = next(&queue) {
-                    let outcome = flush(client, town, agent, options, deadline);
+                    let outcome =
+                        flush_unless_fenced(client, town, agent, options, deadline, &fenced);
                     on_agent(&outcome);
                     if let Ok(mut done) = done.lock() {
                         done.push((index, outcome));
@@ -125,7 +136,36 @@ pub fn drain(
         eviction_error,
         agents: done.into_iter().map(|(_, outcome)| outcome).collect(),
         elapsed: started.elapsed(),
+        fenced: fenced.into_inner().unwrap_or_else(|p| p.into_inner()),
     })
+}
+
+/// [`flush`], unless stasis has fenced this container already; a fenced push fences the rest.
+fn flush_unless_fenced(
+    client: &Client,
+    town: &str,
+    agent: RegisteredAgent,
+    options: &DrainOptions,
+    deadline: Instant,
+    fenced: &Mutex<Option<Error>>,
+) -> AgentOutcome<Flush> {
+    let already = fenced.lock().map(|f| f.is_some()).unwrap_or(true);
+    if already {
+        return AgentOutcome {
+            path: kilo_db_path(&options.root, &agent.agent_id),
+            agent,
+            result: Flush::Fenced,
+        };
+    }
+    let mut outcome = flush(client, town, agent, options, deadline);
+    let is_fenced = matches!(&outcome.result, Flush::Failed(error) if error.is_fenced());
+    if is_fenced
+        && let Flush::Failed(error) = std::mem::replace(&mut outcome.result, Flush::Fenced)
+        && let Ok(mut first) = fenced.lock()
+    {
+        first.get_or_insert(error);
+    }
+    outcome
 }
 
 fn next(queue: &Mutex<VecDeque<(usize, RegisteredAgent)>>) -> Option<(usize, RegisteredAgent)> {

@@ -24,6 +24,11 @@ pub mod exit {
     /// `sidecar`: its shutdown budget ran out before every event was forwarded and the last
     /// snapshot pushed.
     pub const OVER_BUDGET: u8 = 8;
+    /// Fenced: another container has taken the town over from this one (409
+    /// `container_fenced`, a heartbeat answered `fenced`, or a drain that finds a newer
+    /// container), or this container never heartbeat (409 `container_not_current`). It stopped
+    /// writing at once; it must never write again.
+    pub const FENCED: u8 = 9;
 }
 
 /// The code of a `500` for stored bytes that no longer match their sha256.
@@ -135,10 +140,10 @@ pub enum Error {
         limit: u64,
     },
 
-    /// Another container has taken the town over (`drain`): its snapshots must not be
-    /// overwritten with this container's older ones, nor its town set draining.
+    /// Another container has taken the town over: this one is fenced. Its snapshots must not
+    /// overwrite the newer ones, nor may it set the town draining.
     #[error(
-        "container {current} has taken the town over from {ours}: its snapshots are newer, so nothing is evicted or flushed"
+        "container {ours} is fenced: container {current} has taken the town over, so this one stops writing"
     )]
     Superseded {
         /// This container.
@@ -206,6 +211,17 @@ impl Error {
         }
     }
 
+    /// True when stasis fenced this container: 409 `container_fenced` (another container has
+    /// taken the town over) or `container_not_current` (it never heartbeat), or
+    /// [`Error::Superseded`].
+    pub fn is_fenced(&self) -> bool {
+        matches!(self.root(), Error::Superseded { .. })
+            || matches!(
+                self.code(),
+                Some("container_fenced" | "container_not_current")
+            )
+    }
+
     /// True for a server error that a retry cannot cure although its status is retryable:
     /// `500 snapshot_corrupt` (the stored bytes no longer match their sha256).
     pub fn is_permanent(&self) -> bool {
@@ -214,6 +230,9 @@ impl Error {
 
     /// The exit code of the binary for this error (see [`exit`]).
     pub fn exit_code(&self) -> u8 {
+        if self.is_fenced() {
+            return exit::FENCED;
+        }
         match self.root() {
             Error::Api { code, .. } if code == SNAPSHOT_CORRUPT => exit::INTEGRITY,
             Error::Config(_)
@@ -221,7 +240,8 @@ impl Error {
             | Error::Io { .. }
             | Error::Sqlite { .. } => exit::LOCAL,
             Error::Api { status, .. } if *status < 500 => exit::REFUSED,
-            Error::TooLarge { .. } | Error::Superseded { .. } => exit::REFUSED,
+            Error::TooLarge { .. } => exit::REFUSED,
+            Error::Superseded { .. } => exit::FENCED,
             Error::Api { .. }
             | Error::Transport { .. }
             | Error::Protocol { .. }
@@ -281,5 +301,24 @@ mod tests {
         };
         assert_eq!(gave_up.exit_code(), exit::REFUSED);
         assert_eq!(gave_up.status(), Some(401));
+    }
+
+    #[test]
+    fn a_fenced_container_exits_with_its_own_code() {
+        let fenced = Error::Api {
+            what: "POST /x".into(),
+            status: 409,
+            code: "container_fenced".into(),
+            message: "m".into(),
+            detail: None,
+        };
+        assert_eq!(fenced.exit_code(), exit::FENCED);
+        let superseded = Error::Superseded {
+            ours: "a".into(),
+            current: "b".into(),
+        };
+        assert_eq!(superseded.exit_code(), exit::FENCED);
+        assert!(superseded.to_string().contains("container b"));
+        assert_eq!(api(409).exit_code(), exit::REFUSED);
     }
 }

@@ -10,6 +10,7 @@ use ureq::http::Response;
 use ureq::{Body, RequestBuilder};
 
 use crate::config::Config;
+use crate::credentials::{self, Credentials};
 use crate::error::{Error, Result};
 use crate::retry::{self, Attempt, RetryNotice, RetryPolicy};
 
@@ -27,6 +28,7 @@ pub struct Client {
     config: Config,
     policy: RetryPolicy,
     on_retry: Option<RetryHook>,
+    credentials: Arc<Credentials>,
 }
 
 impl std::fmt::Debug for Client {
@@ -52,11 +54,13 @@ impl Client {
             .user_agent(concat!("stasis-client/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
+        let credentials = Arc::new(Credentials::new(config.token().map(str::to_owned)));
         Client {
             agent,
             config,
             policy: RetryPolicy::default(),
             on_retry: None,
+            credentials,
         }
     }
 
@@ -88,23 +92,33 @@ impl Client {
         &self.agent
     }
 
-    /// Adds the token, and a total timeout ending at `deadline` when given.
+    pub(crate) fn credentials(&self) -> &Credentials {
+        &self.credentials
+    }
+
+    /// Adds the token (refreshed first when due; see [`crate::credentials`]), and a total
+    /// timeout ending at `deadline` when given. Fails (final) only when stasis refused to
+    /// refresh the token because this container is fenced.
     pub(crate) fn prepare<B>(
         &self,
         builder: RequestBuilder<B>,
         deadline: Option<Instant>,
-    ) -> RequestBuilder<B> {
-        let builder = match self.config.authorization() {
+    ) -> Result<RequestBuilder<B>, Attempt> {
+        let builder = match self
+            .credentials
+            .authorization(self)
+            .map_err(Attempt::fail)?
+        {
             Some(value) => builder.header("Authorization", value),
             None => builder,
         };
-        match deadline {
+        Ok(match deadline {
             Some(deadline) => builder
                 .config()
                 .timeout_global(Some(deadline.saturating_duration_since(Instant::now())))
                 .build(),
             None => builder,
-        }
+        })
     }
 
     /// Tells the retry hook about a retry.
@@ -115,19 +129,38 @@ impl Client {
     }
 
     /// Runs `op` under the client's retry policy (and `deadline`); a deadline already past
-    /// is [`Error::OutOfTime`] without an attempt.
+    /// is [`Error::OutOfTime`] without an attempt. An attempt refused with 401 `expired` is
+    /// made once more at once when a fresher token could be had.
     pub(crate) fn retrying<T>(
         &self,
         what: &str,
         deadline: Option<Instant>,
-        op: impl FnMut() -> Result<T, Attempt>,
+        mut op: impl FnMut() -> Result<T, Attempt>,
     ) -> Result<T> {
         if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
             return Err(Error::OutOfTime {
                 what: what.to_owned(),
             });
         }
-        retry::run(&self.policy, deadline, what, &|n| self.notify_retry(n), op)
+        let mut recovered = false;
+        let attempt = || match op() {
+            Err(Attempt::Fail(error))
+                if !recovered
+                    && credentials::is_expired(&error)
+                    && self.credentials.recover_expired(self) =>
+            {
+                recovered = true;
+                op()
+            }
+            other => other,
+        };
+        retry::run(
+            &self.policy,
+            deadline,
+            what,
+            &|n| self.notify_retry(n),
+            attempt,
+        )
     }
 
     /// `GET path`, retried, answering the JSON body of a 2xx.
@@ -138,7 +171,7 @@ impl Client {
     ) -> Result<T> {
         let what = format!("GET {path}");
         let bytes = self.retrying(&what, deadline, || {
-            let request = self.prepare(self.agent.get(self.config.url(path)), deadline);
+            let request = self.prepare(self.agent.get(self.config.url(path)), deadline)?;
             let response = request.call().map_err(|e| transport(&what, e))?;
             read_body(&what, check_status(&what, response)?)
         })?;
@@ -216,7 +249,7 @@ impl Client {
                 self.agent.post(url)
             };
             let mut request = self
-                .prepare(builder, deadline)
+                .prepare(builder, deadline)?
                 .header("Content-Type", "application/json");
             if let Some(key) = idempotency_key {
                 request = request.header("Idempotency-Key", key);

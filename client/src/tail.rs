@@ -123,7 +123,7 @@ fn follow_once(
 ) -> Result<Ended, Attempt> {
     let url = client.config().url(&agent.path("/events"));
     let mut request = client
-        .prepare(client.agent().get(url), None)
+        .prepare(client.agent().get(url), None)?
         .config()
         .timeout_per_read(Some(options.idle_timeout))
         .build()

@@ -76,6 +76,13 @@ pub struct Heartbeat {
     /// Dispatches for this container to run (each an agent to start, with its context).
     #[serde(default)]
     pub pending_dispatches: Vec<Value>,
+    /// This container was superseded by another one: its heartbeat took nothing over, and it
+    /// is fenced.
+    #[serde(default)]
+    pub fenced: bool,
+    /// With `fenced`: the container holding the town.
+    #[serde(default)]
+    pub current_container_id: Option<String>,
 }
 
 /// `POST /api/towns/{town}/heartbeat {container_id}`, retried under one `Idempotency-Key`: if

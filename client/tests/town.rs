@@ -403,7 +403,7 @@ fn drain_refuses_to_evict_or_overwrite_once_a_newer_container_took_over() {
         )
         .expect_err("superseded");
         assert!(matches!(error, Error::Superseded { .. }), "{error}");
-        assert_eq!(error.exit_code(), exit::REFUSED);
+        assert_eq!(error.exit_code(), exit::FENCED);
         assert!(mock.requests().iter().all(|r| r.method == "GET"));
     }
 }

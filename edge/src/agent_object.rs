@@ -1,13 +1,14 @@
 //! The agent's Durable Object: the domain over the object's own SQLite, and
 //! the live tails of its log.
 
-use crate::{do_sql::DoSql, settings};
+use crate::{do_sql::DoSql, objects::ObjectRequest, settings};
 use futures::channel::oneshot;
 use stasis_api::{Objects, sse::Tail};
 use stasis_domain::{
     DomainError,
     agent::{self, AgentCall, AgentReply, ObjectEnv},
     event_log,
+    fence::Fence,
     ids::AgentKey,
     town::{TownCall, TownReply},
 };
@@ -51,8 +52,8 @@ impl DurableObject for AgentObject {
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         match req.path().as_str() {
             "/call" => {
-                let call: AgentCall = serde_json::from_str(&req.text().await?)?;
-                Response::from_json(&self.core.execute(call))
+                let request: ObjectRequest<AgentCall> = serde_json::from_str(&req.text().await?)?;
+                Response::from_json(&self.core.execute(request.call, request.fence))
             }
             "/tail" => {
                 let tail: Tail = serde_json::from_str(&req.text().await?)?;
@@ -77,15 +78,19 @@ use futures::StreamExt as _;
 
 impl AgentCore {
     /// Runs one call atomically: inside `transactionSync`, so that a refused
-    /// call rolls back every write it made.
-    fn execute(&self, call: AgentCall) -> std::result::Result<AgentReply, DomainError> {
+    /// call (a fence included) rolls back every write it made.
+    fn execute(
+        &self,
+        call: AgentCall,
+        fence: Option<Fence>,
+    ) -> std::result::Result<AgentReply, DomainError> {
         let env = ObjectEnv {
             now_ms: settings::now_ms(),
             max_events: self.max_events,
         };
         let sql = self.sql.clone();
         let reply = crate::transaction::atomically(&self.storage, move || {
-            agent::execute(&sql, &call, &env)
+            agent::execute_fenced(&sql, &call, &env, fence.as_ref())
         });
         if matches!(reply, Ok(AgentReply::Appended(_))) {
             for waiter in self.waiters.borrow_mut().drain(..) {
@@ -112,7 +117,7 @@ impl Objects for LocalAgent {
         _key: &AgentKey,
         call: AgentCall,
     ) -> std::result::Result<AgentReply, DomainError> {
-        self.0.execute(call)
+        self.0.execute(call, None)
     }
 
     /// Tails never reach a town.
@@ -146,5 +151,10 @@ impl Objects for LocalAgent {
 
     fn now_ms(&self) -> i64 {
         settings::now_ms()
+    }
+
+    /// Tails only read.
+    fn fenced(&self, _fence: Fence) -> Self {
+        self.clone()
     }
 }

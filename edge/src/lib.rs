@@ -26,18 +26,18 @@ pub use town_object::TownObject;
 
 #[event(fetch)]
 async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
-    let Some(secret) = settings::secret(&env) else {
-        let refusal = ApiError::new(
-            http::StatusCode::SERVICE_UNAVAILABLE,
-            "not_configured",
-            "this worker has no STASIS_SECRET (wrangler secret put STASIS_SECRET, or .dev.vars \
-             locally); it refuses to serve without one",
-        )
-        .with("retry_after", 60)
-        .with_header(http::header::RETRY_AFTER, "60");
-        return convert::to_worker(refusal.into_response());
+    let keys = match settings::keys(&env) {
+        Ok(Some(keys)) => keys,
+        Ok(None) => {
+            return not_configured(
+                "this worker has no key (wrangler secret put STASIS_SECRET, or STASIS_KEYS; \
+                 .dev.vars locally); it refuses to serve without one"
+                    .to_owned(),
+            );
+        }
+        Err(err) => return not_configured(format!("this worker's keys are refused: {err}")),
     };
-    let api = Api::new(objects::EdgeObjects::new(env.clone()), Some(secret));
+    let api = Api::new(objects::EdgeObjects::new(env.clone()), Some(keys));
     let head = convert::head_of(&req)?;
     let admitted = match api.admit(&head) {
         Ok(admitted) => admitted,
@@ -71,4 +71,16 @@ async fn reply(
             convert::snapshot_response(api.objects().clone(), download, head)
         }
     }
+}
+
+/// 503 `not_configured`: the worker serves nothing until its keys are set.
+fn not_configured(message: String) -> Result<Response> {
+    let refusal = ApiError::new(
+        http::StatusCode::SERVICE_UNAVAILABLE,
+        "not_configured",
+        message,
+    )
+    .with("retry_after", 60)
+    .with_header(http::header::RETRY_AFTER, "60");
+    convert::to_worker(refusal.into_response())
 }

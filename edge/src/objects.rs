@@ -1,10 +1,12 @@
 //! The worker's [`Objects`] port: calls go to each object's Durable Object.
 
 use crate::snapshots::{AgentStub, WorkersKv};
+use serde::{Deserialize, Serialize};
 use stasis_api::{Objects, Snapshots, sse::Tail};
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply},
+    fence::Fence,
     ids::AgentKey,
     town::{TownCall, TownReply},
 };
@@ -20,16 +22,39 @@ const TOWNS: &str = "TOWNS";
 /// `<town>/<rig>/<agent>`; this name has no `/`, so it is never an agent's.
 const READINESS_OBJECT: &str = "stasis-readiness";
 
+/// What the worker sends an object's `/call`: the call, and the fence of a
+/// container token's write, which the object checks in the call's own
+/// transaction (`stasis_domain::agent::execute_fenced`,
+/// `stasis_domain::town::execute_fenced`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ObjectRequest<C> {
+    /// The call.
+    pub call: C,
+    /// Set for a container token's write.
+    #[serde(default)]
+    pub fence: Option<Fence>,
+}
+
 /// Reaches objects through their Durable Object stubs.
 #[derive(Clone)]
 pub struct EdgeObjects {
     env: Env,
+    /// Set on the copy serving one container token's write.
+    fence: Option<Fence>,
 }
 
 impl EdgeObjects {
     /// Objects of this worker's environment.
     pub fn new(env: Env) -> Self {
-        Self { env }
+        Self { env, fence: None }
+    }
+
+    fn request<C: Serialize>(&self, call: C) -> Result<String, DomainError> {
+        let request = ObjectRequest {
+            call,
+            fence: self.fence.clone(),
+        };
+        serde_json::to_string(&request).map_err(|err| DomainError::Storage(err.to_string()))
     }
 
     fn stub<'a>(&'a self, key: &'a AgentKey) -> AgentStub<'a> {
@@ -64,8 +89,7 @@ impl Objects for EdgeObjects {
         let unreachable = |err: worker::Error| {
             DomainError::Storage(format!("agent object {}: {err}", key.object_name()))
         };
-        let body =
-            serde_json::to_string(&call).map_err(|err| DomainError::Storage(err.to_string()))?;
+        let body = self.request(call)?;
         let request = post_json("https://agent.stasis/call", &body).map_err(unreachable)?;
         let mut response = self
             .agent_stub(key)
@@ -82,8 +106,7 @@ impl Objects for EdgeObjects {
     async fn town(&self, town: &str, call: TownCall) -> Result<TownReply, DomainError> {
         let unreachable =
             |err: worker::Error| DomainError::Storage(format!("town object {town}: {err}"));
-        let body =
-            serde_json::to_string(&call).map_err(|err| DomainError::Storage(err.to_string()))?;
+        let body = self.request(call)?;
         let request = post_json("https://town.stasis/call", &body).map_err(unreachable)?;
         let namespace = self.env.durable_object(TOWNS).map_err(unreachable)?;
         let stub = namespace
@@ -128,6 +151,13 @@ impl Objects for EdgeObjects {
 
     fn now_ms(&self) -> i64 {
         crate::settings::now_ms()
+    }
+
+    fn fenced(&self, fence: Fence) -> Self {
+        Self {
+            env: self.env.clone(),
+            fence: Some(fence),
+        }
     }
 }
 

@@ -1,13 +1,22 @@
 //! Settings from the worker's environment (wrangler vars and secrets).
 
+use stasis_api::auth::{KeyError, KeyRing, KeySettings};
 use stasis_domain::{limits, snapshot};
 use worker::Env;
 
-/// The token secret, if configured and long enough.
-pub fn secret(env: &Env) -> Option<Vec<u8>> {
-    let secret = env.secret("STASIS_SECRET").ok()?.to_string();
-    let secret = secret.trim();
-    (secret.len() >= 16).then(|| secret.as_bytes().to_vec())
+/// The token keys, from the wrangler secrets `STASIS_SECRET` and
+/// `STASIS_KEYS` and the secret or var `STASIS_SIGNING_KEY_ID`, read as the
+/// host reads its settings; `None` when neither secret is set.
+pub fn keys(env: &Env) -> Result<Option<KeyRing>, KeyError> {
+    let secret = |name: &str| env.secret(name).ok().map(|s| s.to_string());
+    let signing = secret("STASIS_SIGNING_KEY_ID")
+        .or_else(|| env.var("STASIS_SIGNING_KEY_ID").ok().map(|v| v.to_string()));
+    let (single, listed) = (secret("STASIS_SECRET"), secret("STASIS_KEYS"));
+    KeyRing::from_settings(&KeySettings {
+        secret: single.as_deref(),
+        keys: listed.as_deref(),
+        signing_key_id: signing.as_deref(),
+    })
 }
 
 /// Retention: `STASIS_MAX_EVENTS_PER_AGENT`, default 10,000.

@@ -1,7 +1,7 @@
 //! The town's Durable Object: the domain's town rules over the object's own
 //! SQLite, one atomic call at a time.
 
-use crate::{do_sql::DoSql, settings, transaction::atomically};
+use crate::{do_sql::DoSql, objects::ObjectRequest, settings, transaction::atomically};
 use stasis_domain::town::{self, TownCall, TownEnv};
 use wasm_bindgen::JsValue;
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
@@ -28,12 +28,14 @@ impl DurableObject for TownObject {
         if req.path() != "/call" {
             return Response::error(format!("no such object route {}", req.path()), 404);
         }
-        let call: TownCall = serde_json::from_str(&req.text().await?)?;
+        let request: ObjectRequest<TownCall> = serde_json::from_str(&req.text().await?)?;
         let sql = self.sql.clone();
         let env = TownEnv {
             now_ms: settings::now_ms(),
         };
-        let reply = atomically(&self.storage, move || town::execute(&sql, &call, &env));
+        let reply = atomically(&self.storage, move || {
+            town::execute_fenced(&sql, &request.call, &env, request.fence.as_ref())
+        });
         Response::from_json(&reply)
     }
 }

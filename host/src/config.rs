@@ -1,8 +1,13 @@
 //! Settings of `stasis serve`.
 
 use anyhow::{Context, bail};
+use stasis_api::auth::{KeyRing, KeySettings};
 use stasis_sqlite::Durability;
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 /// Everything `serve` needs.
 #[derive(Debug, Clone)]
@@ -23,8 +28,9 @@ pub struct ServeConfig {
     /// How long uploaded chunks no manifest names yet are kept (an upload
     /// in progress) before they are collected.
     pub snapshot_pending_ttl: Duration,
-    /// The token secret; `None` serves loopback only, without auth.
-    pub secret: Option<Vec<u8>>,
+    /// The keys tokens are signed and verified with; `None` serves
+    /// loopback only, without auth.
+    pub keys: Option<KeyRing>,
     /// Timeouts and the connection cap.
     pub server: ServerLimits,
     /// How many objects stay open, and for how long.
@@ -87,10 +93,10 @@ impl Default for ObjectLimits {
 impl ServeConfig {
     /// Refuses settings that would be unsafe or meaningless.
     pub fn check(&self) -> anyhow::Result<()> {
-        if self.secret.is_none() && !self.listen.ip().is_loopback() {
+        if self.keys.is_none() && !self.listen.ip().is_loopback() {
             bail!(
-                "no secret is configured (STASIS_SECRET or --secret-file), so stasis serves \
-                 only on loopback; {} is not a loopback address",
+                "no key is configured (STASIS_SECRET, STASIS_KEYS or their files), so stasis \
+                 serves only on loopback; {} is not a loopback address",
                 self.listen
             );
         }
@@ -127,22 +133,43 @@ impl ServeConfig {
     }
 }
 
-/// Reads the secret from `STASIS_SECRET`'s value or from a file (trimmed).
-pub fn load_secret(
-    value: Option<String>,
-    file: Option<PathBuf>,
-) -> anyhow::Result<Option<Vec<u8>>> {
-    let secret = match (value, file) {
-        (Some(value), _) => value,
-        (None, Some(path)) => std::fs::read_to_string(&path)
-            .with_context(|| format!("reading the secret file {}", path.display()))?,
-        (None, None) => return Ok(None),
+/// Where the keys come from: each setting as text, or a file holding it.
+#[derive(Debug, Clone, Default)]
+pub struct KeySources {
+    /// `STASIS_SECRET`.
+    pub secret: Option<String>,
+    /// `STASIS_SECRET_FILE`.
+    pub secret_file: Option<PathBuf>,
+    /// `STASIS_KEYS`.
+    pub keys: Option<String>,
+    /// `STASIS_KEYS_FILE`.
+    pub keys_file: Option<PathBuf>,
+    /// `STASIS_SIGNING_KEY_ID`.
+    pub signing_key_id: Option<String>,
+}
+
+/// Reads the keys (`None` when none is configured), refusing what
+/// `stasis_api::auth::KeyRing::from_settings` refuses.
+pub fn load_keys(sources: KeySources) -> anyhow::Result<Option<KeyRing>> {
+    let secret = value_or_file(sources.secret, sources.secret_file.as_deref())?;
+    let keys = value_or_file(sources.keys, sources.keys_file.as_deref())?;
+    let settings = KeySettings {
+        secret: secret.as_deref(),
+        keys: keys.as_deref(),
+        signing_key_id: sources.signing_key_id.as_deref(),
     };
-    let secret = secret.trim();
-    if secret.len() < 16 {
-        bail!("the secret must be at least 16 characters");
+    Ok(KeyRing::from_settings(&settings)?)
+}
+
+/// A setting's value, or else the content of its file.
+fn value_or_file(value: Option<String>, file: Option<&Path>) -> anyhow::Result<Option<String>> {
+    match (value, file) {
+        (Some(value), _) => Ok(Some(value)),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .map(Some)
+            .with_context(|| format!("reading {}", path.display())),
+        (None, None) => Ok(None),
     }
-    Ok(Some(secret.as_bytes().to_vec()))
 }
 
 /// Parses `fsync` or `os`.

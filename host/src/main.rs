@@ -6,7 +6,7 @@ mod serve_args;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use stasis_api::auth::{self, Scope};
+use stasis_api::auth::{Grant, Scope};
 use stasis_host::config;
 use std::path::PathBuf;
 
@@ -34,24 +34,57 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
+/// Where the token keys come from (README, "Tokens and keys").
 #[derive(Args)]
 pub(crate) struct SecretArgs {
-    /// The token secret (at least 16 characters).
+    /// One token key, at least 16 characters (its key id is `default`).
     #[arg(long, env = "STASIS_SECRET", hide_env_values = true)]
-    pub(crate) secret: Option<String>,
-    /// A file holding the token secret.
+    secret: Option<String>,
+    /// A file holding --secret.
     #[arg(long, env = "STASIS_SECRET_FILE")]
-    pub(crate) secret_file: Option<PathBuf>,
+    secret_file: Option<PathBuf>,
+    /// Several keys: `id=secret` entries separated by commas, spaces or
+    /// line breaks. Tokens signed by any of them verify.
+    #[arg(long, env = "STASIS_KEYS", hide_env_values = true)]
+    keys: Option<String>,
+    /// A file holding --keys (a line starting with # is a comment).
+    #[arg(long, env = "STASIS_KEYS_FILE")]
+    keys_file: Option<PathBuf>,
+    /// The key that signs new tokens; needed when several are configured.
+    #[arg(long, env = "STASIS_SIGNING_KEY_ID")]
+    signing_key_id: Option<String>,
+}
+
+impl SecretArgs {
+    pub(crate) fn sources(self) -> config::KeySources {
+        config::KeySources {
+            secret: self.secret,
+            secret_file: self.secret_file,
+            keys: self.keys,
+            keys_file: self.keys_file,
+            signing_key_id: self.signing_key_id,
+        }
+    }
 }
 
 #[derive(Args)]
 struct TokenArgs {
-    /// A token that reaches every town.
+    /// A token that reaches every town (lives 30 days unless --ttl).
     #[arg(long, conflicts_with = "town", required_unless_present = "town")]
     admin: bool,
-    /// A token that reaches only this town.
+    /// A token that reaches only this town (lives 24 hours unless --ttl).
     #[arg(long)]
     town: Option<String>,
+    /// Bind the town token to this container: its writes are refused once
+    /// another container has heartbeat (fencing).
+    #[arg(long, requires = "town")]
+    container: Option<String>,
+    /// How long the token lives, like `90s`, `12h` or `30days` (at most 366 days).
+    #[arg(long)]
+    ttl: Option<humantime::Duration>,
+    /// Every write with the token is refused (403): for dashboards and people.
+    #[arg(long)]
+    read_only: bool,
     #[command(flatten)]
     secret: SecretArgs,
 }
@@ -85,16 +118,35 @@ fn serve(args: serve_args::ServeArgs) -> anyhow::Result<()> {
 }
 
 fn token(args: TokenArgs) -> anyhow::Result<()> {
-    let secret = config::load_secret(args.secret.secret, args.secret.secret_file)?.context(
-        "no secret: set STASIS_SECRET or STASIS_SECRET_FILE (or pass --secret / --secret-file)",
+    let keys = config::load_keys(args.secret.sources())?.context(
+        "no key: set STASIS_SECRET or STASIS_KEYS (or their _FILE variants, or pass --secret / --keys)",
     )?;
-    let scope = match args.town {
-        Some(town) => {
+    let scope = match (args.town, args.container) {
+        (Some(town), Some(container_id)) => {
+            stasis_domain::ids::check_id("town id", &town)?;
+            stasis_domain::ids::check_id("container id", &container_id)?;
+            Scope::Container { town, container_id }
+        }
+        (Some(town), None) => {
             stasis_domain::ids::check_id("town id", &town)?;
             Scope::Town(town)
         }
-        None => Scope::Admin,
+        (None, _) => Scope::Admin,
     };
-    println!("{}", auth::mint(&secret, &scope));
+    let ttl = args.ttl.map_or_else(|| scope.default_ttl(), Into::into);
+    let grant = Grant {
+        scope,
+        read_only: args.read_only,
+    };
+    let now = std::time::SystemTime::now();
+    let now_s = now.duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    println!("{}", keys.mint(&grant, now_s, ttl)?);
+    eprintln!(
+        "{} token{}, signed with key {:?}, valid until {}",
+        grant.scope.kind(),
+        if grant.read_only { " (read-only)" } else { "" },
+        keys.signing_key_id(),
+        humantime::format_rfc3339_seconds(now + ttl)
+    );
     Ok(())
 }

@@ -7,7 +7,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 #[derive(Args)]
 pub struct ServeArgs {
-    /// Address to listen on. Without a secret, only loopback is allowed.
+    /// Address to listen on. Without a key, only loopback is allowed.
     #[arg(long, env = "STASIS_LISTEN", default_value = "127.0.0.1:8787")]
     listen: SocketAddr,
     /// Folder for every object's SQLite database and the KV blobs.
@@ -83,7 +83,7 @@ impl ServeArgs {
             snapshot_inline_limit: self.snapshot_inline_limit,
             snapshot_limit: self.max_snapshot_bytes,
             snapshot_pending_ttl: self.snapshot_pending_ttl.into(),
-            secret: config::load_secret(self.secret.secret, self.secret.secret_file)?,
+            keys: config::load_keys(self.secret.sources())?,
             server: ServerLimits {
                 header_timeout: limits.header_timeout.into(),
                 idle_timeout: limits.idle_timeout.into(),

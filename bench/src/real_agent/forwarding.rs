@@ -20,6 +20,9 @@ pub struct Forwarded {
     pub delay: Latency,
 }
 
+/// The container the sidecar runs in.
+const CONTAINER: &str = "c-bench";
+
 /// Starts a synthetic kilo and a sidecar following it into a fresh agent, then measures.
 pub fn through_sidecar(stasis: &Stasis, sizes: &Sizes, dir: &Path) -> Result<Forwarded> {
     std::fs::create_dir_all(dir)?;
@@ -29,11 +32,15 @@ pub fn through_sidecar(stasis: &Stasis, sizes: &Sizes, dir: &Path) -> Result<For
     let town = format!("bench-sidecar-{}", crate::server::random_hex(4)?);
     let agent = AgentRef::new(&town, "r", "mayor")?;
     let client = Client::new(Config::new(&stasis.url, Some(stasis.token.clone()))?);
+    // As `boot` would have: the container holds the town before its sidecar writes (the
+    // sidecar takes a container token, whose writes wait for its container's heartbeat).
+    stasis_client::town::heartbeat(&client, &town, CONTAINER, None)?;
     let options = SidecarOptions {
         agent: agent.clone(),
         runtime_url: kilo.base.clone(),
         db,
-        container_id: "c-bench".to_owned(),
+        container_id: CONTAINER.to_owned(),
+        token_file: Some(stasis_client::credentials::token_file(dir, CONTAINER)),
         state_dir: dir.join("state"),
         linger: Duration::from_millis(25),
         snapshot_interval: Duration::from_secs(5),

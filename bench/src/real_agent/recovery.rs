@@ -115,6 +115,7 @@ fn sidecar_options(mayor: &AgentRef, kilo: &Kilo, container: &str, root: &Path) 
         runtime_url: kilo.url().to_owned(),
         db: kilo.db_path(),
         container_id: container.to_owned(),
+        token_file: Some(stasis_client::credentials::token_file(root, container)),
         state_dir: root.join("stasis-sidecar-mayor"),
         linger: Duration::from_millis(25),
         snapshot_interval: Duration::from_secs(5),

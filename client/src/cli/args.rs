@@ -11,6 +11,11 @@ Configuration:
   STASIS_URL     base URL of the stasis server, e.g. http://127.0.0.1:8787 (or --url)
   STASIS_TOKEN   bearer token: an admin token or the town's token (or --token)
 
+Tokens: a token is refreshed by the client itself once half its lifetime has passed. boot,
+sidecar and drain act as one container: they exchange the token for a container token of their
+--container-id (its writes are fenced once another container takes the town over), shared
+through {root}/stasis-token-{container} (0600), which boot writes and every refresh updates.
+
 Machine-readable results go to stdout (JSON); progress, per-agent reports and retries go to
 stderr. Progress bars are drawn only when stderr is a terminal.
 
@@ -24,8 +29,7 @@ Exit codes:
   1  local failure (a file, a SQLite database, bad configuration)
   2  usage error
   3  snapshot pull: the server has no snapshot for this agent (nothing was written)
-  4  the server refused the request (4xx: unauthorized, forbidden, 412, 413, ...);
-     drain: another container has taken the town over
+  4  the server refused the request (4xx: unauthorized, forbidden, 412, 413, ...)
   5  the server was unreachable or kept failing after bounded retries;
      sidecar: the agent runtime did not answer within --start-timeout
   6  integrity: bytes did not match their sha256 (a download, a receipt, or the
@@ -34,6 +38,9 @@ Exit codes:
      drain: at least one agent was not flushed (in time)
   8  sidecar: the shutdown budget ran out before every event was forwarded and the
      last snapshot pushed
+  9  fenced: another container has taken the town over from this one (boot, sidecar,
+     drain: it stopped writing at once; the message names the container holding the
+     town), or this container has not heartbeat yet
 
 In a container:
   ID=$(stasis-client boot --town T 2>&1 >dispatches.json | sed -n 's/^container_id: //p')
@@ -69,23 +76,25 @@ pub enum Command {
 
     /// Heartbeat, hydrate every registered agent's kilo.db, print the pending dispatches.
     ///
-    /// Posts a heartbeat as this container (a fresh id unless --container-id; it goes to
-    /// stderr as `container_id: <id>`), pulls each registered agent's snapshot into
-    /// {root}/agent-home-{agent}/.local/share/kilo/kilo.db, and reports each agent on stderr.
-    /// The heartbeat hands over only the dispatches deferred while the town drained; after a
-    /// crash (kill -9, no drain) there are none, so boot also requests one (POST
-    /// .../rigs/{rig}/agents/{agent}/dispatch) for every registered agent that ran in another
-    /// container and has no pending dispatch. Prints the pending dispatches, then the
-    /// requested ones, as one JSON array on stdout. Exit code 7 if any agent failed to hydrate
-    /// or its dispatch could not be requested (the dispatches are printed regardless).
+    /// Takes a container token for this container (a fresh id unless --container-id; it goes
+    /// to stderr as `container_id: <id>`) and writes it to {root}/stasis-token-{id}, posts a
+    /// heartbeat as this container (exit code 9 if another container superseded it), pulls each
+    /// registered agent's snapshot into {root}/agent-home-{agent}/.local/share/kilo/kilo.db,
+    /// and reports each agent on stderr. The heartbeat hands over only the dispatches deferred
+    /// while the town drained; after a crash (kill -9, no drain) there are none, so boot also
+    /// requests one (POST .../rigs/{rig}/agents/{agent}/dispatch) for every registered agent
+    /// that ran in another container and has no pending dispatch. Prints the pending
+    /// dispatches, then the requested ones, as one JSON array on stdout. Exit code 7 if any
+    /// agent failed to hydrate or its dispatch could not be requested (the dispatches are
+    /// printed regardless).
     Boot(BootArgs),
 
     /// On SIGTERM: post the container eviction, then flush every agent's kilo.db in time.
     ///
     /// Posts the eviction (the town starts draining), reads the container registry, and
     /// pushes each registered agent's kilo.db (the Mayor first) before the budget runs out.
-    /// Refuses to evict or push (exit code 4) when another container has taken the town over
-    /// (its heartbeat came after this one's).
+    /// Refuses to evict or push (exit code 9) when another container has taken the town over
+    /// (its heartbeat came after this one's); a push fenced midway stops every other push.
     /// Reports each agent on stderr and a JSON report on stdout; exit code 7 if the eviction
     /// failed or any agent was not flushed (failed, or out of time).
     Drain(DrainArgs),
@@ -124,8 +133,9 @@ pub enum Command {
     /// --snapshot-interval while the database changes, with X-Stasis-Event-Seq the newest seq
     /// stored before the copy. On SIGTERM/SIGINT: stops reading, forwards what it holds,
     /// pushes a last snapshot, exits 0, all within --shutdown-budget (else exit code 8; a
-    /// second signal ends the budget at once). Exits 4 when stasis refuses the token (401/403)
-    /// or fences the container, 5 when the runtime does not answer within --start-timeout,
+    /// second signal ends the budget at once). Exits 4 when stasis refuses the token (401/403),
+    /// 9 at once when it fences the container (another container took the town over: the
+    /// message names it), 5 when the runtime does not answer within --start-timeout,
     /// 1 when kilo.db or the state directory is unusable. Prints a JSON summary on stdout.
     Sidecar(SidecarArgs),
 }

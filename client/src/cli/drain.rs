@@ -27,9 +27,13 @@ pub fn drain(client: &Client, out: &Output, args: DrainArgs) -> Result<u8, Error
     out.result(&json!({
         "eviction_recorded": report.eviction_error.is_none(),
         "eviction_error": report.eviction_error.as_ref().map(ToString::to_string),
+        "fenced": report.fenced.as_ref().map(ToString::to_string),
         "elapsed_ms": u64::try_from(report.elapsed.as_millis()).unwrap_or(u64::MAX),
         "agents": agents,
     }))?;
+    if let Some(fenced) = report.fenced {
+        return Err(fenced);
+    }
     Ok(if report.complete() {
         exit::OK
     } else {
@@ -48,6 +52,7 @@ fn describe_flush(outcome: &AgentOutcome<Flush>) -> String {
         ),
         Flush::NoLocalDb => format!("nothing to flush for {who}: no {}", outcome.path.display()),
         Flush::OutOfTime => format!("NOT FLUSHED {who}: the budget ran out"),
+        Flush::Fenced => format!("NOT FLUSHED {who}: this container is fenced"),
         Flush::Failed(e) => format!("FAILED to flush {who}: {e}"),
     }
 }
@@ -63,6 +68,7 @@ fn flush_json(outcome: &AgentOutcome<Flush>) -> Value {
         Flush::Flushed(receipt) => ("flushed", json!({ "receipt": receipt })),
         Flush::NoLocalDb => ("no_local_db", json!({})),
         Flush::OutOfTime => ("out_of_time", json!({})),
+        Flush::Fenced => ("fenced", json!({})),
         Flush::Failed(e) => ("failed", json!({ "error": e.to_string() })),
     };
     value["status"] = json!(status);

@@ -18,6 +18,10 @@ pub fn sidecar(client: &Client, out: &Output, args: SidecarArgs) -> Result<u8, E
         db: args
             .db
             .unwrap_or_else(|| kilo_db_path(&args.root, agent.agent())),
+        token_file: Some(stasis_client::credentials::token_file(
+            &args.root,
+            &args.container_id,
+        )),
         container_id: args.container_id,
         state_dir: args
             .state_dir

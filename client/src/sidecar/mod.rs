@@ -26,6 +26,7 @@
 //!         runtime_url: "http://127.0.0.1:4096".into(),
 //!         db: "/tmp/agent-home-mayor/.local/share/kilo/kilo.db".into(),
 //!         container_id: "c-0123".into(),
+//!         token_file: Some("/tmp/stasis-token-c-0123".into()),
 //!         state_dir: "/tmp/stasis-sidecar-mayor".into(),
 //!         linger: Duration::from_millis(25),
 //!         snapshot_interval: Duration::from_secs(5),
@@ -95,6 +96,9 @@ pub struct SidecarOptions {
     pub db: PathBuf,
     /// This container's id (from `boot`).
     pub container_id: String,
+    /// The container's token file (`boot` writes it; see [`crate::credentials`]), shared and
+    /// kept fresh; `None` keeps the token in memory only.
+    pub token_file: Option<PathBuf>,
     /// Where the stamp state and snapshot copies live.
     pub state_dir: PathBuf,
     /// How long a batch waits for more events after its first.
@@ -190,6 +194,11 @@ impl Sidecar {
         let options = &self.options;
         let started_ms = now_ms();
         check_id("container", &options.container_id)?;
+        client.bind_container(
+            options.agent.town(),
+            &options.container_id,
+            options.token_file.as_deref(),
+        )?;
         let lock = DirLock::acquire(&options.state_dir)?;
         let state_file = StateFile::in_dir(&options.state_dir);
         let saved = state_file.load()?;

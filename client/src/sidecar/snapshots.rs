@@ -128,7 +128,7 @@ impl Snapshotter {
     }
 
     fn failed(&self, pushed: &mut Pushed, error: Error, why: &str) {
-        if matches!(error.status(), Some(401 | 403)) || error.code() == Some("container_fenced") {
+        if matches!(error.status(), Some(401 | 403)) || error.is_fenced() {
             self.control.fail(error);
             return;
         }
@@ -187,7 +187,8 @@ impl Snapshotter {
         let url = self.client.config().url(&self.agent.path("/db-snapshot"));
         let request = self
             .client
-            .prepare(self.client.agent().head(url), Some(deadline));
+            .prepare(self.client.agent().head(url), Some(deadline))
+            .ok()?;
         let response = request.call().ok()?;
         if !response.status().is_success() {
             return None;

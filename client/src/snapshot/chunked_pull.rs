@@ -89,7 +89,7 @@ impl ChunkedPull<'_> {
                 .url(&self.agent.path("/db-snapshot/manifest"));
             let mut request = self
                 .client
-                .prepare(self.client.agent().get(url), self.options.deadline);
+                .prepare(self.client.agent().get(url), self.options.deadline)?;
             if let Some((sha, _)) = self.local {
                 request = request.header("If-None-Match", quote_etag(sha));
             }
@@ -227,7 +227,7 @@ impl ChunkedPull<'_> {
             let url = self.client.config().url(&path);
             let request = self
                 .client
-                .prepare(self.client.agent().get(url), self.options.deadline);
+                .prepare(self.client.agent().get(url), self.options.deadline)?;
             let response = request.call().map_err(|e| http::transport(&what, e))?;
             let response = http::check_status(&what, response)?;
             let mut bytes = Vec::new();

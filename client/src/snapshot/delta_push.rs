@@ -163,7 +163,7 @@ impl DeltaPush<'_> {
             let url = self.client.config().url(&path);
             let request = self
                 .client
-                .prepare(self.client.agent().put(url), self.deadline())
+                .prepare(self.client.agent().put(url), self.deadline())?
                 .header("Content-Type", "application/octet-stream");
             let response = request.send(bytes).map_err(|e| http::transport(&what, e))?;
             http::read_json(&what, http::check_status(&what, response)?)
@@ -221,7 +221,7 @@ impl DeltaPush<'_> {
             .url(&self.agent.path("/db-snapshot/manifest"));
         let mut request = self
             .client
-            .prepare(self.client.agent().put(url), self.deadline())
+            .prepare(self.client.agent().put(url), self.deadline())?
             .header("Content-Type", "application/json");
         if let Some(etag) = &self.options.if_match {
             request = request.header("If-Match", quote_etag(etag));

@@ -207,7 +207,7 @@ impl Upload<'_> {
             .map_err(|e| Attempt::fail(Error::io(format!("reading {}", self.file.display()), e)))?;
         let mut request = self
             .client
-            .prepare(self.client.agent().put(url), self.options.deadline)
+            .prepare(self.client.agent().put(url), self.options.deadline)?
             .header("Content-Type", "application/octet-stream")
             .header("Content-Length", self.size.to_string())
             .header("X-Stasis-Sha256", self.sha256);
@@ -273,7 +273,7 @@ pub(crate) fn current_if_ours(
     deadline: Option<Instant>,
 ) -> Option<PushReceipt> {
     let url = client.config().url(&agent.path("/db-snapshot"));
-    let request = client.prepare(client.agent().head(url), deadline);
+    let request = client.prepare(client.agent().head(url), deadline).ok()?;
     let response = request.call().ok()?;
     let current = announced_sha256(&response)?;
     if response.status().as_u16() != 200 || !current.eq_ignore_ascii_case(sha256) {

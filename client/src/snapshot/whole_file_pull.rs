@@ -58,7 +58,7 @@ impl Download<'_> {
         let url = self.client.config().url(&self.agent.path("/db-snapshot"));
         let mut request = self
             .client
-            .prepare(self.client.agent().get(url), self.options.deadline)
+            .prepare(self.client.agent().get(url), self.options.deadline)?
             .header("Accept", "application/octet-stream");
         if let Some((sha, _)) = &self.local {
             request = request.header("If-None-Match", quote_etag(sha));

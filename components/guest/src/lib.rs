@@ -86,6 +86,12 @@ pub fn to_wit_error(err: DomainError) -> types::Error {
         }),
         DomainError::CursorExpired { first_seq } => types::Error::CursorExpired(first_seq),
         DomainError::Unavailable(r) => types::Error::Unavailable(refusal(r)),
+        // Fences are checked by the host itself, outside the guests; should
+        // one come from here, it stays a 409 with its code.
+        DomainError::Fenced(f) => types::Error::Conflict(types::Refusal {
+            code: f.code,
+            message: f.message,
+        }),
         DomainError::ChunksMissing { missing } => types::Error::ChunksMissing(missing),
         DomainError::Storage(m) => types::Error::Storage(m),
     }

@@ -58,12 +58,6 @@ impl ApiError {
         self
     }
 
-    /// 401.
-    pub fn unauthorized(message: &str) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
-            .with_header(header::WWW_AUTHENTICATE, "Bearer")
-    }
-
     /// 404 for a path no route matches.
     pub fn no_route(path: &str) -> Self {
         Self::new(
@@ -152,6 +146,10 @@ impl From<DomainError> for ApiError {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, &r.code, message)
                     .with("retry_after", 1)
                     .with_header(header::RETRY_AFTER, "1")
+            }
+            DomainError::Fenced(refusal) => {
+                Self::new(StatusCode::CONFLICT, &refusal.code, refusal.message)
+                    .with("current_container_id", refusal.current_container_id)
             }
             DomainError::Storage(detail) => Self::internal(format!("storage failure: {detail}")),
         }

@@ -5,16 +5,21 @@
 //! of its own. A request goes through two steps:
 //!
 //! 1. [`Api::admit`] decides everything the head allows: auth (401), route
-//!    (404), method (405), ids (400), town scope (403), content type (415),
-//!    and the body limit, so that an oversized body is refused from its
+//!    (404), method (405), ids (400), what the token may do (403: another
+//!    town, a write with a read-only token), content type (415), and the
+//!    body limit, so that an oversized body is refused from its
 //!    `Content-Length` before it is read.
-//! 2. [`Api::handle`] parses the body and runs the operation on the objects,
-//!    through the runtime's [`Objects`] port.
+//! 2. [`Api::handle`] fences a container token's write (409 when its
+//!    container no longer holds the town; see [`fencing`]), parses the body
+//!    and runs the operation on the objects, through the runtime's
+//!    [`Objects`] port.
 //!
 //! Live tails come back as [`Reply::Stream`] and exports as
 //! [`Reply::Export`]; the runtime turns [`sse::stream`] and
-//! [`export::stream`] into its streaming body. An import takes its body as
-//! a stream ([`Admitted::streams_body`], [`Api::handle_streamed`]).
+//! [`export::stream`] into its streaming body, and whole-file snapshot
+//! downloads as [`Reply::Snapshot`] ([`snapshot::stream`]). An import and a
+//! whole-file snapshot upload take their body as a stream
+//! ([`Admitted::streams_body`], [`Api::handle_streamed`]).
 
 mod agent_http;
 mod append_body;
@@ -25,6 +30,7 @@ mod dispatch;
 pub mod error;
 mod events;
 pub mod export;
+mod fencing;
 pub mod idempotency;
 mod import;
 mod mayor_http;
@@ -32,31 +38,33 @@ mod objects;
 mod query;
 pub mod reply;
 pub mod route;
+mod routes;
 pub mod snapshot;
 mod snapshot_delta;
 pub mod sse;
+mod token_http;
 mod town_http;
 
 pub use body_rules::DEFAULT_IMPORT_LIMIT;
 pub use error::{ApiError, ErrorLog};
 pub use objects::{Objects, Snapshots};
 
-use auth::Scope;
+use auth::{Caller, KeyRing};
 use bytes::Bytes;
-use http::{HeaderMap, Method, Response, StatusCode, header, request::Parts};
-use route::{AgentEndpoint, Endpoint, TownEndpoint};
-use stasis_domain::agent::AgentCall;
+use http::{HeaderMap, Method, Response, header, request::Parts};
+use route::{AgentEndpoint, Endpoint};
 
 /// The API over one runtime's objects.
 pub struct Api<O> {
     objects: O,
-    secret: Option<Vec<u8>>,
+    keys: Option<KeyRing>,
     import_limit: u64,
 }
 
 /// A request whose head passed every check.
 #[derive(Debug)]
 pub struct Admitted {
+    caller: Caller,
     endpoint: Endpoint,
     method: Method,
     query: Option<String>,
@@ -105,12 +113,12 @@ pub enum Reply {
 }
 
 impl<O: Objects + Snapshots> Api<O> {
-    /// An API over `objects`. With no `secret`, every request is treated as
-    /// admin (the host then binds to loopback only).
-    pub fn new(objects: O, secret: Option<Vec<u8>>) -> Self {
+    /// An API over `objects`, verifying tokens with `keys`. With no keys,
+    /// every request is unrestricted (the host then binds to loopback only).
+    pub fn new(objects: O, keys: Option<KeyRing>) -> Self {
         Self {
             objects,
-            secret,
+            keys,
             import_limit: DEFAULT_IMPORT_LIMIT,
         }
     }
@@ -129,27 +137,21 @@ impl<O: Objects + Snapshots> Api<O> {
     /// Checks a request's head; see the crate docs for the order.
     pub fn admit(&self, head: &Parts) -> Result<Admitted, ApiError> {
         let path = head.uri.path();
-        let scope = if route::is_public(path) {
-            Scope::Admin
-        } else {
-            self.authenticate(&head.headers)?
+        let caller = match &self.keys {
+            Some(keys) if !route::is_public(path) => {
+                auth::authenticate(keys, &head.headers, self.objects.now_ms())?
+            }
+            _ => Caller::unrestricted(),
         };
         let endpoint = route::resolve(path, &head.method)?;
-        if let Some(town) = endpoint.town()
-            && !scope.allows_town(town)
-        {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                format!("this token does not reach town {town:?}"),
-            ));
-        }
+        permit(&caller, &endpoint, &head.method)?;
         let limits = body_rules::Limits {
             import: self.import_limit,
             snapshot: self.objects.snapshot_limit(),
         };
         let body_limit = body_rules::check(&endpoint, &head.method, &head.headers, limits)?;
         let admitted = Admitted {
+            caller,
             endpoint,
             method: head.method.clone(),
             query: head.uri.query().map(str::to_owned),
@@ -164,201 +166,91 @@ impl<O: Objects + Snapshots> Api<O> {
         Ok(admitted)
     }
 
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Scope, ApiError> {
-        let Some(secret) = &self.secret else {
-            return Ok(Scope::Admin);
-        };
-        let value = headers
-            .get(header::AUTHORIZATION)
-            .ok_or_else(|| ApiError::unauthorized("an Authorization: Bearer token is required"))?;
-        let token = value.to_str().ok().and_then(bearer_token).ok_or_else(|| {
-            ApiError::unauthorized("the Authorization header must be 'Bearer <token>'")
-        })?;
-        auth::verify(secret, token.trim())
-            .ok_or_else(|| ApiError::unauthorized("the token is not valid for this server"))
-    }
-
     /// Runs an admitted request with its body.
     pub async fn handle(&self, admitted: Admitted, body: Bytes) -> Reply {
         let head_only = admitted.method == Method::HEAD;
+        let caller = admitted.caller.clone();
+        let town = admitted.endpoint.town().map(str::to_owned);
         match self.dispatch(admitted, body).await {
             Ok(Reply::Full(response)) if head_only => Reply::Full(strip_body(response)),
             Ok(reply) => reply,
-            Err(err) => Reply::Full(err.into_response()),
+            Err(err) => {
+                let err = fencing::name_holder(&self.objects, &caller, town.as_deref(), err).await;
+                Reply::Full(err.into_response())
+            }
         }
     }
 
     /// Runs an admitted request whose body comes as a stream (see
     /// [`Admitted::streams_body`]); the runtime maps its own body failures
-    /// (too large, too slow, broken off) onto the stream's errors.
+    /// (too large, too slow, broken off) onto the stream's errors. A
+    /// container token's import or snapshot upload is fenced like any other
+    /// write.
     pub async fn handle_streamed<S>(&self, admitted: Admitted, body: S) -> Reply
     where
         S: futures::Stream<Item = Result<Bytes, ApiError>>,
     {
-        let outcome = match &admitted.endpoint {
-            Endpoint::Agent(key, AgentEndpoint::Import) if admitted.streams_body() => {
-                let query = query::Query::parse(admitted.query.as_deref());
-                import::run(&self.objects, key, &query, body).await
+        let caller = admitted.caller.clone();
+        let town = admitted.endpoint.town().map(str::to_owned);
+        let outcome = match self.fence(&admitted).await {
+            Ok(Some(fence)) => {
+                routes::body_streamed(&self.objects.fenced(fence), admitted, body).await
             }
-            Endpoint::Agent(key, AgentEndpoint::Snapshot) if admitted.streams_body() => {
-                snapshot::put(&self.objects, key, &admitted.headers, body).await
-            }
-            _ => Err(ApiError::internal(
-                "only an import or a snapshot takes its body as a stream",
-            )),
+            Ok(None) => routes::body_streamed(&self.objects, admitted, body).await,
+            Err(err) => Err(err),
         };
-        Reply::Full(outcome.unwrap_or_else(ApiError::into_response))
+        match outcome {
+            Ok(response) => Reply::Full(response),
+            Err(err) => {
+                let err = fencing::name_holder(&self.objects, &caller, town.as_deref(), err).await;
+                Reply::Full(err.into_response())
+            }
+        }
     }
 
     async fn dispatch(&self, admitted: Admitted, body: Bytes) -> Result<Reply, ApiError> {
-        let Admitted {
-            endpoint,
-            method,
-            query,
-            headers,
-            ..
-        } = admitted;
-        let query = query::Query::parse(query.as_deref());
-        let objects = &self.objects;
-        let response = match endpoint {
-            Endpoint::Health => {
-                objects.ready().await.map_err(not_ready)?;
-                reply::raw_json(StatusCode::OK, br#"{"status":"ok"}"#.to_vec())
+        let keys = self.keys.as_ref();
+        match self.fence(&admitted).await? {
+            Some(fence) => {
+                routes::dispatch(&self.objects.fenced(fence), keys, admitted, body).await
             }
-            Endpoint::Live => reply::raw_json(StatusCode::OK, br#"{"status":"ok"}"#.to_vec()),
-            Endpoint::Agent(key, AgentEndpoint::Events) if method == Method::POST => {
-                let batch = events::parse_append(&body)?;
-                events::render(objects.agent(&key, AgentCall::AppendEvents(batch)).await?)
-            }
-            Endpoint::Agent(key, AgentEndpoint::Events) => {
-                let read = events::parse_read(&query, last_event_id(&headers)?)?;
-                let reply = objects
-                    .agent(&key, AgentCall::ReadEvents(read.clone()))
-                    .await?;
-                if wants_event_stream(&headers) && method == Method::GET {
-                    let stasis_domain::agent::AgentReply::Events(first_page) = reply else {
-                        return Err(ApiError::internal(
-                            "the agent answered a read with something else",
-                        ));
-                    };
-                    return Ok(Reply::Stream(sse::Tail {
-                        key,
-                        query: read,
-                        first_page,
-                    }));
-                }
-                events::render(reply)
-            }
-            Endpoint::Agent(key, AgentEndpoint::Export) => {
-                return Ok(Reply::Export(export::prepare(objects, &key).await?));
-            }
-            Endpoint::Agent(key, AgentEndpoint::Import) => {
-                let whole = futures::stream::iter([Ok(body)]);
-                import::run(objects, &key, &query, whole).await?
-            }
-            Endpoint::Agent(key, AgentEndpoint::Snapshot) => match method {
-                Method::PUT | Method::POST => {
-                    let whole = futures::stream::iter([Ok(body)]);
-                    snapshot::put(objects, &key, &headers, whole).await?
-                }
-                Method::DELETE => snapshot::delete(objects, &key).await?,
-                _ => return snapshot::get(objects, &key, &headers, method == Method::GET).await,
-            },
-            Endpoint::Agent(key, endpoint) => {
-                self.agent_endpoint(&key, endpoint, &method, &query, &headers, body)
-                    .await?
-            }
-            Endpoint::Town(town, endpoint) => {
-                self.town_endpoint(&town, endpoint, &method, &query, &headers, &body)
-                    .await?
-            }
-        };
-        Ok(Reply::Full(response))
-    }
-
-    async fn agent_endpoint(
-        &self,
-        key: &stasis_domain::ids::AgentKey,
-        endpoint: AgentEndpoint,
-        method: &Method,
-        query: &query::Query,
-        headers: &HeaderMap,
-        body: Bytes,
-    ) -> Result<Response<Bytes>, ApiError> {
-        let objects = &self.objects;
-        match endpoint {
-            AgentEndpoint::Record => agent_http::record(objects, key, method, &body).await,
-            AgentEndpoint::Sessions => agent_http::sessions(objects, key).await,
-            AgentEndpoint::Session(id) => {
-                agent_http::session(objects, key, &id, method, &body).await
-            }
-            AgentEndpoint::Conversation => agent_http::conversation(objects, key, query).await,
-            AgentEndpoint::Checkpoint => agent_http::checkpoint(objects, key, method, &body).await,
-            AgentEndpoint::Memory => agent_http::memory_list(objects, key, query).await,
-            AgentEndpoint::MemoryEntry(memory_key) => {
-                agent_http::memory_entry(objects, key, &memory_key, method, &body).await
-            }
-            AgentEndpoint::SnapshotMissing => snapshot_delta::missing(objects, key, &body).await,
-            AgentEndpoint::SnapshotChunk(name) if *method == Method::PUT => {
-                snapshot_delta::put_chunk(objects, key, &name, &body).await
-            }
-            AgentEndpoint::SnapshotChunk(name) => {
-                snapshot_delta::get_chunk(objects, key, &name).await
-            }
-            AgentEndpoint::SnapshotManifest if *method == Method::PUT => {
-                snapshot_delta::put_manifest(objects, key, headers, &body).await
-            }
-            AgentEndpoint::SnapshotManifest => {
-                snapshot_delta::get_manifest(objects, key, headers).await
-            }
-            AgentEndpoint::Dispatch => mayor_http::dispatch_agent(objects, key, &body).await,
-            AgentEndpoint::Events
-            | AgentEndpoint::Export
-            | AgentEndpoint::Import
-            | AgentEndpoint::Snapshot => Err(ApiError::internal("routed above")),
+            None => routes::dispatch(&self.objects, keys, admitted, body).await,
         }
     }
 
-    async fn town_endpoint(
+    /// The fence of a container token's write (see [`fencing::fence_of`]).
+    async fn fence(
         &self,
-        town: &str,
-        endpoint: TownEndpoint,
-        method: &Method,
-        query: &query::Query,
-        headers: &HeaderMap,
-        body: &Bytes,
-    ) -> Result<Response<Bytes>, ApiError> {
-        let objects = &self.objects;
-        match endpoint {
-            TownEndpoint::State => town_http::state(objects, town).await,
-            TownEndpoint::Eviction => town_http::eviction(objects, town, body).await,
-            TownEndpoint::Heartbeat => town_http::heartbeat(objects, town, headers, body).await,
-            TownEndpoint::Registry => town_http::registry(objects, town, method, body).await,
-            TownEndpoint::Events => town_http::events(objects, town, query).await,
-            TownEndpoint::Agents => town_http::agents(objects, town).await,
-            TownEndpoint::MayorMessage => {
-                mayor_http::mayor_message(objects, town, headers, body).await
-            }
-        }
+        admitted: &Admitted,
+    ) -> Result<Option<stasis_domain::fence::Fence>, ApiError> {
+        fencing::fence_of(
+            &self.objects,
+            &admitted.caller,
+            &admitted.endpoint,
+            &admitted.method,
+        )
+        .await
     }
 }
 
-/// How long a load balancer should wait before asking a host that is not
-/// ready again.
-const NOT_READY_RETRY_SECS: u64 = 5;
-
-/// The 503 of `GET /healthz` when storage fails; the cause (which may name
-/// files) goes to the log only.
-fn not_ready(err: stasis_domain::DomainError) -> ApiError {
-    let mut error = ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "not_ready",
-        "storage does not take writes now; the server log holds the cause",
-    )
-    .with("retry_after", NOT_READY_RETRY_SECS)
-    .with_header(header::RETRY_AFTER, NOT_READY_RETRY_SECS.to_string());
-    error.cause = Some(err.to_string().into_boxed_str());
-    error
+/// Refuses (403) what the token may not do on `endpoint`: another town, or
+/// a write with a read-only token.
+fn permit(caller: &Caller, endpoint: &Endpoint, method: &Method) -> Result<(), ApiError> {
+    if let Some(town) = endpoint.town()
+        && !caller.grant.scope.allows_town(town)
+    {
+        return Err(auth::forbidden(
+            "other_town",
+            format!("this token does not reach town {town:?}"),
+        ));
+    }
+    if caller.grant.read_only && endpoint.is_write(method) {
+        return Err(auth::forbidden(
+            "read_only",
+            "this token is read-only: it may not change anything",
+        ));
+    }
+    Ok(())
 }
 
 /// The head of an export's response (its body is [`export::stream`]).
@@ -387,35 +279,6 @@ pub fn event_stream_head() -> Response<()> {
     response
 }
 
-/// The token of `Bearer <token>`; the scheme's name is case-insensitive
-/// (RFC 9110, section 11.1), so `bearer <token>` is one too.
-fn bearer_token(value: &str) -> Option<&str> {
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then_some(token)
-}
-
-fn wants_event_stream(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.contains("text/event-stream"))
-}
-
-fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
-    let Some(value) = headers.get("last-event-id") else {
-        return Ok(None);
-    };
-    value
-        .to_str()
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Some)
-        .ok_or_else(|| {
-            ApiError::invalid_request("Last-Event-ID must be a non-negative integer seq")
-        })
-}
-
 pub(crate) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     let Some(value) = headers.get(header::CONTENT_LENGTH) else {
         return Ok(None);
@@ -437,19 +300,4 @@ fn strip_body(response: Response<Bytes>) -> Response<Bytes> {
             .insert(header::CONTENT_LENGTH, http::HeaderValue::from(body.len()));
     }
     Response::from_parts(parts, Bytes::new())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::bearer_token;
-
-    #[test]
-    fn the_bearer_scheme_is_read_in_any_case() {
-        for header in ["Bearer t", "bearer t", "BEARER t"] {
-            assert_eq!(bearer_token(header), Some("t"), "{header}");
-        }
-        for header in ["Bearer", "Basic t", "Bearert", "Bear t"] {
-            assert_eq!(bearer_token(header), None, "{header}");
-        }
-    }
 }

@@ -4,6 +4,7 @@ use bytes::Bytes;
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply},
+    fence::Fence,
     ids::AgentKey,
     snapshot::{
         self, PutRequest, SnapshotMeta, StagedSnapshot, chunk_saga,
@@ -53,6 +54,19 @@ pub trait Objects {
     /// The runtime's clock, in ms since the epoch (wasm32 targets have no
     /// portable clock, so the runtime supplies it).
     fn now_ms(&self) -> i64;
+
+    /// These objects for one container token's request: every call that
+    /// changes an object carries `fence`, and the object checks it in the
+    /// call's own transaction before running it (an agent with
+    /// `stasis_domain::fence::admit`, a town with
+    /// `stasis_domain::town::containers::require_current`; which calls are
+    /// checked is `stasis_domain::fence::guards_agent_call` and
+    /// `guards_town_call`). Snapshot steps are agent calls too
+    /// (`AgentCall::Snapshot`), so every write step of the sagas (chunk
+    /// records, manifest commits, `missing`, collection) is fenced.
+    fn fenced(&self, fence: Fence) -> Self
+    where
+        Self: Sized;
 }
 
 /// Snapshot operations on an agent. Each runtime gives the domain's

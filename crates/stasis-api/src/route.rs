@@ -11,6 +11,8 @@ pub enum Endpoint {
     Health,
     /// `GET /livez`: liveness (the process answers; storage untouched).
     Live,
+    /// `POST /api/token/refresh`: a fresh token like the one presented.
+    RefreshToken,
     /// `/api/towns/{town}...`
     Town(String, TownEndpoint),
     /// `/api/towns/{town}/rigs/{rig}/agents/{agent}...`
@@ -34,6 +36,8 @@ pub enum TownEndpoint {
     Agents,
     /// `/mayor/message`
     MayorMessage,
+    /// `/container-token`: a container token for one container.
+    ContainerToken,
 }
 
 /// What lies under `/api/towns/{town}/rigs/{rig}/agents/{agent}`.
@@ -75,7 +79,9 @@ impl TownEndpoint {
     fn allowed_methods(self) -> &'static [Method] {
         match self {
             Self::State | Self::Events | Self::Agents => &[Method::GET],
-            Self::Eviction | Self::Heartbeat | Self::MayorMessage => &[Method::POST],
+            Self::Eviction | Self::Heartbeat | Self::MayorMessage | Self::ContainerToken => {
+                &[Method::POST]
+            }
             Self::Registry => &[Method::GET, Method::PUT],
         }
     }
@@ -102,15 +108,27 @@ impl Endpoint {
     /// The town whose scope this endpoint needs, if any.
     pub fn town(&self) -> Option<&str> {
         match self {
-            Endpoint::Health | Endpoint::Live => None,
+            Endpoint::Health | Endpoint::Live | Endpoint::RefreshToken => None,
             Endpoint::Town(town, _) => Some(town),
             Endpoint::Agent(key, _) => Some(&key.town),
         }
     }
 
+    /// Whether `method` on this endpoint may change what the server
+    /// stores. Minting a token changes nothing, so a read-only token may
+    /// exchange and refresh itself (into read-only tokens).
+    pub fn is_write(&self, method: &Method) -> bool {
+        let token_route = matches!(
+            self,
+            Endpoint::RefreshToken | Endpoint::Town(_, TownEndpoint::ContainerToken)
+        );
+        !(token_route || *method == Method::GET || *method == Method::HEAD)
+    }
+
     fn allowed_methods(&self) -> &'static [Method] {
         match self {
             Endpoint::Health | Endpoint::Live => &[Method::GET],
+            Endpoint::RefreshToken => &[Method::POST],
             Endpoint::Town(_, endpoint) => endpoint.allowed_methods(),
             Endpoint::Agent(_, endpoint) => endpoint.allowed_methods(),
         }
@@ -146,6 +164,7 @@ fn shape(segments: &[&str]) -> Option<Endpoint> {
     Some(match segments {
         ["healthz"] => Endpoint::Health,
         ["livez"] => Endpoint::Live,
+        ["api", "token", "refresh"] => Endpoint::RefreshToken,
         ["api", "towns", town, rest @ ..] => match rest {
             ["rigs", rig, "agents", agent, rest @ ..] => Endpoint::Agent(
                 AgentKey {
@@ -170,6 +189,7 @@ fn town_endpoint(rest: &[&str]) -> Option<TownEndpoint> {
         ["events"] => TownEndpoint::Events,
         ["agents"] => TownEndpoint::Agents,
         ["mayor", "message"] => TownEndpoint::MayorMessage,
+        ["container-token"] => TownEndpoint::ContainerToken,
         _ => return None,
     })
 }
@@ -199,7 +219,7 @@ fn agent_endpoint(rest: &[&str]) -> Option<AgentEndpoint> {
 fn check_ids(endpoint: &Endpoint) -> Result<(), ApiError> {
     let check = |what: &str, id: &str| ids::check_id(what, id).map(drop).map_err(ApiError::from);
     match endpoint {
-        Endpoint::Health | Endpoint::Live => Ok(()),
+        Endpoint::Health | Endpoint::Live | Endpoint::RefreshToken => Ok(()),
         Endpoint::Town(town, _) => check("town", town),
         Endpoint::Agent(key, endpoint) => {
             AgentKey::new(&key.town, &key.rig, &key.agent).map_err(ApiError::from)?;

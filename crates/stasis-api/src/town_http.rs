@@ -1,8 +1,8 @@
 //! The town: eviction, heartbeats, the registry, its log and its agents.
 
 use crate::{
-    Objects, Snapshots, body, dispatch, dispatch::Dispatch, error::ApiError, idempotency,
-    query::Query, reply,
+    Objects, Snapshots, auth::Caller, body, dispatch, dispatch::Dispatch, error::ApiError,
+    idempotency, query::Query, reply,
 };
 use bytes::Bytes;
 use futures::future::try_join_all;
@@ -62,15 +62,28 @@ struct EvictionView {
     already_draining: bool,
 }
 
-/// `POST /container-eviction`; an empty body evicts the current container.
+/// `POST /container-eviction`; an empty body evicts the current container,
+/// or, with a container token, the token's container (`bound`): a container
+/// token may evict only its own container.
 pub async fn eviction(
     objects: &impl Objects,
     town_id: &str,
+    bound: Option<&str>,
     body: &Bytes,
 ) -> Result<Response<Bytes>, ApiError> {
     let wanted: EvictionBody = body::parse_optional_json(body)?;
+    let container_id = match (bound, wanted.container_id) {
+        (Some(own), Some(named)) if named != own => {
+            return Err(crate::auth::forbidden(
+                "other_container",
+                format!("this token is bound to container {own:?}, not {named:?}"),
+            ));
+        }
+        (Some(own), _) => Some(own.to_owned()),
+        (None, named) => named,
+    };
     let call = TownCall::Evict {
-        container_id: wanted.container_id,
+        container_id,
         reason: wanted.reason,
     };
     match town(objects, town_id, call).await? {
@@ -98,18 +111,27 @@ struct HeartbeatView {
     cleared_drain: bool,
     registry: Registry,
     pending_dispatches: Vec<Dispatch>,
+    /// Set (true) only for a superseded container's late heartbeat, which
+    /// takes nothing over; `current_container_id` then names the holder.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    fenced: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    current_container_id: Option<String>,
 }
 
 /// `POST /heartbeat`: the dispatches released by a clearing heartbeat are
 /// built now, from the agents' current state. With an `Idempotency-Key`, a
-/// retry gets the same dispatches again.
+/// retry gets the same dispatches again. A superseded container's heartbeat
+/// answers 200 with `fenced: true` and the current container.
 pub async fn heartbeat(
     objects: &impl Objects,
     town_id: &str,
+    caller: &Caller,
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Result<Response<Bytes>, ApiError> {
     let wanted: HeartbeatBody = body::parse_json(body)?;
+    caller.check_container(&wanted.container_id)?;
     let call = TownCall::Heartbeat {
         container_id: wanted.container_id,
         idempotency_key: idempotency::key(headers)?,
@@ -132,6 +154,8 @@ pub async fn heartbeat(
             cleared_drain: outcome.cleared_drain,
             registry: outcome.registry,
             pending_dispatches,
+            fenced: outcome.superseded_by.is_some(),
+            current_container_id: outcome.superseded_by,
         },
     ))
 }
@@ -147,11 +171,13 @@ struct RegistryBody {
 pub async fn registry(
     objects: &impl Objects,
     town_id: &str,
+    caller: &Caller,
     method: &Method,
     body: &Bytes,
 ) -> Result<Response<Bytes>, ApiError> {
     let call = if *method == Method::PUT {
         let wanted: RegistryBody = body::parse_json(body)?;
+        caller.check_container(&wanted.container_id)?;
         TownCall::PutRegistry {
             container_id: wanted.container_id,
             agents: wanted.agents,

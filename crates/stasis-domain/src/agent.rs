@@ -80,7 +80,25 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
     event_log::migrate(store)?;
     snapshot::migrate(store)?;
     agent_state::migrate(store)?;
+    crate::fence::migrate(store)?;
     Ok(())
+}
+
+/// [`execute`] for a write that may come from a container token: with a
+/// `fence`, a guarded call ([`crate::fence::guards_agent_call`]) first passes
+/// [`crate::fence::admit`], in the same transaction.
+pub fn execute_fenced(
+    store: &impl SqlStore,
+    call: &AgentCall,
+    env: &ObjectEnv,
+    fence: Option<&crate::fence::Fence>,
+) -> Result<AgentReply, DomainError> {
+    if let Some(fence) = fence
+        && crate::fence::guards_agent_call(call)
+    {
+        crate::fence::admit(store, fence)?;
+    }
+    execute(store, call, env)
 }
 
 /// Runs one call against the agent's store. The caller wraps it in one

@@ -22,6 +22,18 @@ impl Refusal {
     }
 }
 
+/// A fenced write: which container holds the town instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FenceRefusal {
+    /// `container_fenced` (another container has taken the town over) or
+    /// `container_not_current` (this container never heartbeat).
+    pub code: String,
+    /// Readable explanation, naming both containers.
+    pub message: String,
+    /// The container that holds the town now, when there is one.
+    pub current_container_id: Option<String>,
+}
+
 /// Why an operation did not happen. Nothing was changed in any case.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
@@ -64,6 +76,10 @@ pub enum DomainError {
     /// Not ready yet; retry later (503).
     #[error("{}", .0.message)]
     Unavailable(Refusal),
+    /// A write from a container that is not the town's current one (409);
+    /// see [`crate::fence`].
+    #[error("{}", .0.message)]
+    Fenced(FenceRefusal),
     /// The storage underneath failed (500).
     #[error("storage failure: {0}")]
     Storage(String),
@@ -79,6 +95,7 @@ impl DomainError {
             | Self::PreconditionFailed(r)
             | Self::Unavailable(r) => &r.code,
             Self::TooLarge { code, .. } => code,
+            Self::Fenced(refusal) => &refusal.code,
             Self::CursorExpired { .. } => "cursor_expired",
             Self::ChunksMissing { .. } => "chunks_missing",
             Self::Storage(_) => "storage_error",

@@ -26,6 +26,7 @@ pub mod agent_state;
 pub mod conversation;
 pub mod error;
 pub mod event_log;
+pub mod fence;
 pub mod ids;
 pub mod json_limits;
 pub mod limits;
@@ -34,4 +35,4 @@ pub mod snapshot;
 pub mod sql;
 pub mod town;
 
-pub use error::{DomainError, Refusal};
+pub use error::{DomainError, FenceRefusal, Refusal};

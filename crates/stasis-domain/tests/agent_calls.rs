@@ -63,4 +63,8 @@ fn every_reply_and_error_survives_json() {
         "big",
         7,
     )));
+    round_trip::<Result<AgentReply, DomainError>>(Err(stasis_domain::fence::superseded(
+        "container-a",
+        Some("container-b"),
+    )));
 }

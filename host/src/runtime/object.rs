@@ -7,6 +7,11 @@
 //! call rolls back alone), commits once, and only then answers. Concurrent
 //! appends to one agent therefore share one fsync, and nothing is
 //! acknowledged before it is durable.
+//!
+//! A call may carry a fence (a container token's write): the host checks it
+//! against the object's database itself, inside the call's savepoint and
+//! before the component runs, so the check and the write commit or roll
+//! back together (`stasis_domain::fence`).
 
 use super::{
     bindings::{event_log::EventLogComponent, session::SessionComponent},
@@ -22,6 +27,8 @@ use stasis_domain::{
     DomainError,
     agent::{AgentReply, ObjectEnv},
     event_log as log,
+    fence::{self, Fence},
+    town,
 };
 use stasis_sqlite::{Durability, SqliteStore};
 use std::{
@@ -36,6 +43,7 @@ use wasmtime::Store;
 struct Job {
     call: ObjectCall,
     env: ObjectEnv,
+    fence: Option<Arc<Fence>>,
     reply: oneshot::Sender<Result<ObjectAnswer, DomainError>>,
 }
 
@@ -91,17 +99,24 @@ impl Object {
         self.last_seq.subscribe()
     }
 
-    /// Queues `call` and waits for its committed answer.
+    /// Queues `call` (fenced by `fence` when it changes the object) and
+    /// waits for its committed answer.
     pub async fn call(
         self: &Arc<Self>,
         components: &Arc<Components>,
         call: ObjectCall,
         env: ObjectEnv,
+        fence: Option<Arc<Fence>>,
     ) -> Result<ObjectAnswer, DomainError> {
         let (reply, answer) = oneshot::channel();
         let start_worker = {
             let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-            queue.jobs.push(Job { call, env, reply });
+            queue.jobs.push(Job {
+                call,
+                env,
+                fence,
+                reply,
+            });
             !std::mem::replace(&mut queue.draining, true)
         };
         if start_worker {
@@ -263,7 +278,32 @@ impl Object {
     ) -> Result<ObjectAnswer, DomainError> {
         let savepoint = Savepoint::open(store.data().connection())?;
         let deletes_mark = store.data().deferred_mark();
-        let result = match &mut job.call {
+        let result = match check_fence(&store.data().db, job) {
+            Err(refused) => Err(refused),
+            Ok(()) => self.run_component(components, store, instances, job),
+        };
+        if result.is_err() {
+            // A trap leaves an instance unusable; take fresh ones next.
+            if matches!(result, Err(DomainError::Storage(_))) {
+                *instances = Instances::default();
+            }
+            store.data_mut().forget_deletes_since(deletes_mark);
+            savepoint.rollback(store.data().connection())?;
+        } else {
+            savepoint.release(store.data().connection())?;
+        }
+        result
+    }
+
+    /// Runs one call in the component that answers it.
+    fn run_component(
+        &self,
+        components: &Components,
+        store: &mut Store<GuestState>,
+        instances: &mut Instances,
+        job: &mut Job,
+    ) -> Result<ObjectAnswer, DomainError> {
+        match &mut job.call {
             ObjectCall::Agent(call) if event_log_calls::answers(call) => {
                 let guest = instance(&mut instances.event_log, "event-log", || {
                     components.event_log.instantiate(&mut *store)
@@ -282,18 +322,25 @@ impl Object {
                 })?;
                 session_calls::town(guest, store, call, &job.env).map(ObjectAnswer::Town)
             }
-        };
-        if result.is_err() {
-            // A trap leaves an instance unusable; take fresh ones next.
-            if matches!(result, Err(DomainError::Storage(_))) {
-                *instances = Instances::default();
-            }
-            store.data_mut().forget_deletes_since(deletes_mark);
-            savepoint.rollback(store.data().connection())?;
-        } else {
-            savepoint.release(store.data().connection())?;
         }
-        result
+    }
+}
+
+/// Checks a fenced call against the object's database: an agent call that
+/// changes the agent must not be older than the newest container that
+/// wrote to it; a town call that changes the town needs its container to
+/// hold the town. Snapshot steps are agent calls, so the sagas' writes are
+/// checked here too.
+fn check_fence(db: &stasis_sqlite::SqliteStore, job: &Job) -> Result<(), DomainError> {
+    let Some(fence) = &job.fence else {
+        return Ok(());
+    };
+    match &job.call {
+        ObjectCall::Agent(call) if fence::guards_agent_call(call) => fence::admit(db, fence),
+        ObjectCall::Town(call) if fence::guards_town_call(call) => {
+            town::containers::require_current(db, fence)
+        }
+        _ => Ok(()),
     }
 }
 

@@ -14,6 +14,7 @@ use stasis_api::{Objects, Snapshots};
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply, ObjectEnv},
+    fence::Fence,
     ids::AgentKey,
     town::{TownCall, TownReply},
 };
@@ -29,6 +30,8 @@ use std::{
 #[derive(Clone)]
 pub struct HostObjects {
     inner: Arc<Inner>,
+    /// Set on the copy serving one container token's write.
+    fence: Option<Arc<Fence>>,
 }
 
 struct Inner {
@@ -63,6 +66,7 @@ impl HostObjects {
                 open: OpenObjects::new(config.objects.clone()),
                 readiness: Readiness::new(config.data_dir.clone(), config.durability),
             }),
+            fence: None,
         }
     }
 
@@ -140,7 +144,12 @@ impl Objects for HostObjects {
     async fn agent(&self, key: &AgentKey, call: AgentCall) -> Result<AgentReply, DomainError> {
         match self
             .agent_object(key)
-            .call(&self.inner.components, ObjectCall::Agent(call), self.env())
+            .call(
+                &self.inner.components,
+                ObjectCall::Agent(call),
+                self.env(),
+                self.fence.clone(),
+            )
             .await?
         {
             ObjectAnswer::Agent(reply) => Ok(reply),
@@ -151,7 +160,12 @@ impl Objects for HostObjects {
     async fn town(&self, town: &str, call: TownCall) -> Result<TownReply, DomainError> {
         match self
             .town_object(town)
-            .call(&self.inner.components, ObjectCall::Town(call), self.env())
+            .call(
+                &self.inner.components,
+                ObjectCall::Town(call),
+                self.env(),
+                self.fence.clone(),
+            )
             .await?
         {
             ObjectAnswer::Town(reply) => Ok(reply),
@@ -175,6 +189,13 @@ impl Objects for HostObjects {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }
+
+    fn fenced(&self, fence: Fence) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            fence: Some(Arc::new(fence)),
+        }
     }
 }
 

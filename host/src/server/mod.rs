@@ -57,11 +57,16 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         "stasis is serving"
     );
     open_files::warn_if_short(open_file_limit, &config);
-    if config.secret.is_none() {
-        tracing::warn!(
-            "no secret configured (STASIS_SECRET or STASIS_SECRET_FILE): serving on loopback only, \
-             and every request is accepted without a token"
-        );
+    match &config.keys {
+        Some(keys) => tracing::info!(
+            key_ids = ?keys.key_ids().collect::<Vec<_>>(),
+            signing_key_id = keys.signing_key_id(),
+            "tokens are verified with these keys"
+        ),
+        None => tracing::warn!(
+            "no key configured (STASIS_SECRET, STASIS_KEYS or their files): serving on loopback \
+             only, and every request is accepted without a token"
+        ),
     }
     serve(listener, api, config.server).await
 }
@@ -73,7 +78,7 @@ pub fn build_api(config: &ServeConfig) -> anyhow::Result<Arc<Api<HostObjects>>> 
     let components = Components::load(&config.data_dir.join("cache"))?;
     let objects = HostObjects::new(components, config);
     let api =
-        Api::new(objects, config.secret.clone()).with_import_limit(config.server.max_import_bytes);
+        Api::new(objects, config.keys.clone()).with_import_limit(config.server.max_import_bytes);
     Ok(Arc::new(api))
 }
 

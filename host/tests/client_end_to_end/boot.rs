@@ -6,6 +6,7 @@ use serde_json::Value;
 use stasis_client::boot::{
     BootOptions, BootReport, DispatchRequest, Hydration, boot, kilo_db_path,
 };
+use stasis_client::credentials::{TokenClaims, token_file};
 use stasis_client::town;
 
 use crate::helpers::{
@@ -171,6 +172,30 @@ fn after_a_crash_boot_requests_the_mayors_dispatch_with_its_checkpoint_and_conve
 }
 
 /// The agents `report` requested a dispatch for, each of which came.
+#[test]
+fn one_client_boots_two_containers_in_turn_each_with_a_container_token_of_its_own() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let server = start_server(data.path());
+    let root = tempfile::tempdir().expect("root");
+    let client = client(&server);
+    let town = "e2e-rebind";
+    for container in ["c-first", "c-second"] {
+        let options = BootOptions {
+            container_id: container.to_owned(),
+            root: root.path().to_owned(),
+            progress: false,
+            chunk_cache: None,
+        };
+        boot(&client, town, &options, &mut |_| {}).expect("boot");
+        let file = token_file(root.path(), container);
+        let token = std::fs::read_to_string(&file).expect("boot wrote the token file");
+        let claims = TokenClaims::of(token.trim()).expect("a JWT");
+        assert!(claims.binds(town, container), "{claims:?}");
+    }
+    let (_, state) = call(&server, "GET", &format!("/api/towns/{town}"), None);
+    assert_eq!(state["current_container_id"], "c-second");
+}
+
 fn requested_agents(report: &BootReport) -> Vec<&str> {
     report
         .requested_dispatches

@@ -1,20 +1,23 @@
 //! g. chunked snapshots against the real host: a push after a small change sends only the
 //! chunks that changed, a pull after a push fetches nothing, a rotten cache entry is noticed and
-//! fetched again, and a pull without a cache fetches every distinct chunk once.
+//! fetched again, and a pull without a cache fetches every distinct chunk once; a fenced
+//! container's delta push stores nothing and fails with the fenced error.
 
 use std::path::Path;
 
-use stasis_client::AgentRef;
+use stasis_api::auth::Scope;
 use stasis_client::backup::{BackupOptions, backup_database};
 use stasis_client::snapshot::{
     self, ChunkCache, ChunkedFile, PullOptions, PullOutcome, PulledSnapshot, PushOptions,
     PushReceipt, TransferMode,
 };
+use stasis_client::{AgentRef, Client, Config, exit};
 
 use crate::helpers::{
-    append_rows, client, create_db, entries, head_snapshot, rows_for, sha256_file, start_server,
+    append_rows, call, client, create_db, entries, head_snapshot, rows_for, sha256_file,
+    start_server,
 };
-use crate::support::Server;
+use crate::support::{DAY, Server, mint};
 
 /// A consistent copy of `db` at `copy`, and its chunks.
 fn copy_of(db: &Path, copy: &Path) -> ChunkedFile {
@@ -134,4 +137,87 @@ fn a_push_after_a_small_change_sends_only_the_changed_chunks_and_a_pull_after_it
     assert_eq!(fetched.mode, TransferMode::Chunks);
     assert_eq!(fetched.chunks_fetched, after.unique_chunks().len() as u64);
     assert_eq!(sha256_file(&cold), after.sha256);
+}
+
+/// A container token's client pushes in chunks while its container holds the town; once another
+/// container has heartbeat, its next delta push is refused at its first request (`missing`), so
+/// no chunk of it is stored, and the error is the fenced one (exit 9). Its pulls still work.
+#[test]
+fn a_fenced_containers_delta_push_stops_at_its_first_request_and_its_pulls_still_work() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let server = start_server(data.path());
+    let work = tempfile::tempdir().expect("temp dir");
+    let db = work.path().join("live/kilo.db");
+    create_db(&db, rows_for(3_000_000), "wal");
+    let town = "e2e-fenced-chunks";
+    let mayor = AgentRef::new(town, "hq", "mayor").expect("ids");
+    let beat = |container: &str| {
+        let body = serde_json::json!({ "container_id": container });
+        let path = format!("/api/towns/{town}/heartbeat");
+        assert_eq!(call(&server, "POST", &path, Some(&body)).0, 200);
+    };
+    let scope = Scope::Container {
+        town: town.to_owned(),
+        container_id: "c-old".to_owned(),
+    };
+    let zombie = Client::new(Config::new(&server.base, Some(mint(scope, DAY))).expect("config"));
+    beat("c-old");
+    let first = copy_of(&db, &work.path().join("v1.db"));
+    let options = PushOptions::default();
+    let pushed = snapshot::upload_file(
+        &zombie,
+        &mayor,
+        &work.path().join("v1.db"),
+        &first,
+        &options,
+    )
+    .expect("a push while c-old holds the town");
+    assert_eq!(
+        pushed.transfer.expect("transfer").mode,
+        TransferMode::Chunks
+    );
+
+    beat("c-new");
+    append_rows(&db, 3);
+    let second = copy_of(&db, &work.path().join("v2.db"));
+    let refused = snapshot::upload_file(
+        &zombie,
+        &mayor,
+        &work.path().join("v2.db"),
+        &second,
+        &options,
+    )
+    .expect_err("a fenced push");
+    assert!(refused.is_fenced(), "{refused}");
+    assert_eq!(refused.exit_code(), exit::FENCED, "{refused}");
+    assert!(refused.to_string().contains("c-new"), "{refused}");
+    assert_eq!(head_snapshot(&server, &mayor).1, Some(first.sha256.clone()));
+    let changed: Vec<String> = second
+        .unique_chunks()
+        .into_iter()
+        .filter(|c| !first.chunks.contains(c))
+        .collect();
+    let path = mayor.path("/db-snapshot/missing");
+    let (_, answer) = call(
+        &server,
+        "POST",
+        &path,
+        Some(&serde_json::json!({ "chunks": changed })),
+    );
+    assert_eq!(
+        answer["missing"].as_array().map(Vec::len),
+        Some(changed.len()),
+        "none of the fenced push's chunks was stored: {answer}"
+    );
+
+    let out = work.path().join("pulled/kilo.db");
+    let pulled = pulled_with(&zombie, &mayor, &out);
+    assert_eq!(pulled.sha256, first.sha256);
+}
+
+fn pulled_with(client: &Client, who: &AgentRef, out: &Path) -> PulledSnapshot {
+    match snapshot::pull(client, who, out, &PullOptions::default()).expect("pull") {
+        PullOutcome::Pulled(pulled) => pulled,
+        PullOutcome::NoSnapshot => panic!("the snapshot is there"),
+    }
 }

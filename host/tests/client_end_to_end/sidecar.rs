@@ -6,7 +6,8 @@
 //! stasis, the runtime's stream or the sidecar itself dies (a reused producer stamp would be
 //! answered `duplicate: true` and silently lose events); what went missing read back from the
 //! runtime's own API; a snapshot after each turn with the right watermark; a clean stop within
-//! its budget; a clear refusal to start.
+//! its budget; a clear refusal to start; a stop at once, with its own exit code, once another
+//! container has taken the town over; and tokens kept alive past their lifetime.
 
 mod fake_kilo;
 mod forwarding;
@@ -16,6 +17,7 @@ mod measure;
 mod proxy;
 mod recovery;
 mod snapshots;
+mod tokens;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -34,6 +36,8 @@ pub struct Rig {
     pub kilo: FakeKilo,
     pub db: PathBuf,
     pub state_dir: PathBuf,
+    /// The container's root (`--root`): agent homes and the token file.
+    pub root: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -45,11 +49,16 @@ impl Rig {
             .path()
             .join("agent-home-mayor/.local/share/kilo/kilo.db");
         create_db(&db, 50, "wal");
+        let stasis = Stasis::start(&dir.path().join("stasis"));
+        // As `boot` would have: the container holds the town before its sidecars write.
+        let (status, _) = harness::heartbeat(&stasis.base, harness::CONTAINER);
+        assert_eq!(status, 200, "the container's heartbeat");
         Rig {
-            stasis: Stasis::start(&dir.path().join("stasis")),
+            stasis,
             kilo: FakeKilo::start(),
             db,
             state_dir: dir.path().join("stasis-sidecar-mayor"),
+            root: dir.path().to_owned(),
             _dir: dir,
         }
     }

@@ -120,10 +120,22 @@ impl Drop for Server {
 
 /// An admin bearer header value.
 pub fn admin() -> String {
-    format!(
-        "Bearer {}",
-        stasis_api::auth::mint(SECRET.as_bytes(), &stasis_api::auth::Scope::Admin)
-    )
+    format!("Bearer {}", mint(stasis_api::auth::Scope::Admin, DAY))
+}
+
+/// A day, the lifetime of the tokens tests mint unless they say otherwise.
+pub const DAY: Duration = Duration::from_secs(86_400);
+
+/// A token for `scope` under the test servers' secret, valid from now for
+/// `ttl`.
+pub fn mint(scope: stasis_api::auth::Scope, ttl: Duration) -> String {
+    let keys = stasis_api::auth::KeyRing::single(SECRET).expect("the test secret is long enough");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is past 1970")
+        .as_secs();
+    keys.mint(&stasis_api::auth::Grant::new(scope), now, ttl)
+        .expect("a token mints")
 }
 
 /// A client that returns 4xx/5xx as responses, not errors.

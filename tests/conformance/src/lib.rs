@@ -12,13 +12,17 @@
 //!     cargo test -p stasis-conformance
 //! ```
 //!
+//! (or `STASIS_KEYS` and `STASIS_SIGNING_KEY_ID`, as the server was given
+//! them: the suite mints its tokens from the same keys, [`tokens`]).
+//!
 //! The suite is never skipped silently: without `STASIS_URL` every case fails
 //! with a message saying how to run it. Each case works in a town of its own
 //! ([`unique_id`]), so the cases run in parallel and against a server that
 //! already holds data.
 //!
 //! This crate holds the shared helpers: a small blocking client ([`call`],
-//! [`Reply`]), token minting ([`admin_token`], [`town_token`]), an agent's
+//! [`Reply`]), token minting ([`tokens`]: admin, town, container,
+//! read-only, expired, unknown-key and forged tokens), an agent's
 //! event log ([`AgentLog`]), error-shape assertions ([`assert_error`]), raw
 //! HTTP for requests an HTTP library would tidy up ([`raw`]), a
 //! Server-Sent Events reader ([`sse`]) and a seeded HTTP fuzz ([`fuzz`]).
@@ -33,9 +37,11 @@
 
 mod agent_log;
 pub mod fuzz;
+pub mod matrix;
 pub mod raw;
 pub mod snapshot;
 pub mod sse;
+pub mod tokens;
 pub mod town;
 
 use std::hash::{BuildHasher, RandomState};
@@ -45,7 +51,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use agent_log::{AgentLog, LogState};
 pub use serde_json::{Value, json};
-use stasis_api::auth::{Scope, mint};
+use stasis_api::auth::{KeyRing, KeySettings};
+pub use tokens::{admin_token, foreign_token, town_token};
 
 /// The server's defaults, as `docs/http-api.md` states them.
 pub mod limits {
@@ -67,31 +74,46 @@ pub mod limits {
 
 const HOW_TO_RUN: &str = "the conformance suite needs a running stasis server: \
     STASIS_URL=http://127.0.0.1:8787 STASIS_SECRET=<its secret> cargo test -p stasis-conformance \
-    (start one with `STASIS_SECRET=<secret> stasis serve --listen 127.0.0.1:8787 --data-dir <dir>`)";
+    (or STASIS_KEYS and STASIS_SIGNING_KEY_ID as the server has them; start one with \
+    `STASIS_SECRET=<secret> stasis serve --listen 127.0.0.1:8787 --data-dir <dir>`)";
 
-/// Where the server is and the secret its tokens are minted from.
+/// Where the server is and the keys its tokens are minted from.
 #[derive(Debug)]
 pub struct Target {
     /// Base URL without a trailing slash, e.g. `http://127.0.0.1:8787`.
     pub base: String,
-    /// The server's secret.
-    pub secret: String,
+    /// The server's keys.
+    pub keys: KeyRing,
 }
 
-/// The server under test, read once from `STASIS_URL` and `STASIS_SECRET`.
+/// The server under test, read once from `STASIS_URL` and the key settings
+/// (`STASIS_SECRET`, `STASIS_KEYS`, `STASIS_SIGNING_KEY_ID`).
 ///
 /// # Panics
-/// When either variable is unset: the suite is never skipped silently.
+/// When the URL or every key setting is unset: the suite is never skipped
+/// silently.
 pub fn target() -> &'static Target {
     static TARGET: OnceLock<Target> = OnceLock::new();
     TARGET.get_or_init(|| {
         let base = std::env::var("STASIS_URL")
             .unwrap_or_else(|_| panic!("STASIS_URL is not set; {HOW_TO_RUN}"));
-        let secret = std::env::var("STASIS_SECRET")
-            .unwrap_or_else(|_| panic!("STASIS_SECRET is not set; {HOW_TO_RUN}"));
+        let var = |name: &str| std::env::var(name).ok();
+        let (secret, keys, signing) = (
+            var("STASIS_SECRET"),
+            var("STASIS_KEYS"),
+            var("STASIS_SIGNING_KEY_ID"),
+        );
+        let settings = KeySettings {
+            secret: secret.as_deref(),
+            keys: keys.as_deref(),
+            signing_key_id: signing.as_deref(),
+        };
+        let keys = KeyRing::from_settings(&settings)
+            .unwrap_or_else(|err| panic!("the key settings are refused: {err}"))
+            .unwrap_or_else(|| panic!("no key is set; {HOW_TO_RUN}"));
         Target {
             base: base.trim_end_matches('/').to_owned(),
-            secret,
+            keys,
         }
     })
 }
@@ -101,21 +123,6 @@ pub fn target() -> &'static Target {
 /// (README, "Known limits", lists each).
 pub fn on_edge() -> bool {
     std::env::var("STASIS_TARGET").is_ok_and(|t| t == "edge")
-}
-
-/// An admin token for the server under test.
-pub fn admin_token() -> String {
-    mint(target().secret.as_bytes(), &Scope::Admin)
-}
-
-/// A token that reaches `town` only.
-pub fn town_token(town: &str) -> String {
-    mint(target().secret.as_bytes(), &Scope::Town(town.to_owned()))
-}
-
-/// A token minted correctly but under a secret the server does not have.
-pub fn foreign_token() -> String {
-    mint(b"not-the-server-secret", &Scope::Admin)
 }
 
 /// A fresh id `t-<label>-<16 hex digits>`, unique across runs and threads.

@@ -1,10 +1,10 @@
 //! The few HTTP calls a campaign makes, with an admin token. Any status
 //! comes back as a value; only a broken exchange is an error.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
-use stasis_api::auth::{Scope, mint};
+use stasis_api::auth::{DEFAULT_ADMIN_TTL, Grant, KeyRing, Scope};
 
 /// A snapshot as `GET /db-snapshot` served it.
 #[derive(Debug)]
@@ -29,18 +29,23 @@ pub struct Client {
 
 impl Client {
     /// A client of the host at `base` whose secret is `secret`.
-    pub fn new(base: &str, secret: &str) -> Client {
+    ///
+    /// # Errors
+    ///
+    /// When no token can be minted from `secret` (under 16 characters).
+    pub fn new(base: &str, secret: &str) -> Result<Client, String> {
+        let token = admin_token(secret)?;
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(Duration::from_secs(5)))
             .timeout_global(Some(Duration::from_secs(60)))
             .build()
             .into();
-        Client {
+        Ok(Client {
             base: base.to_owned(),
-            auth: format!("Bearer {}", mint(secret.as_bytes(), &Scope::Admin)),
+            auth: format!("Bearer {token}"),
             agent,
-        }
+        })
     }
 
     /// True when `GET /healthz` answers 200.
@@ -137,4 +142,15 @@ fn json_reply(
         .map_err(|e| format!("{path}: reading the body: {e}"))?;
     let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     Ok((status, value))
+}
+
+/// An admin token from the host's `STASIS_SECRET`, valid from now for
+/// [`DEFAULT_ADMIN_TTL`].
+fn admin_token(secret: &str) -> Result<String, String> {
+    let keys = KeyRing::single(secret).map_err(|e| format!("the campaign's secret: {e}"))?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    keys.mint(&Grant::new(Scope::Admin), now, DEFAULT_ADMIN_TTL)
+        .map_err(|e| format!("minting an admin token: {e}"))
 }

@@ -39,6 +39,7 @@ impl Host {
     /// `GET /healthz` answers.
     pub fn start(config: &HostConfig, durability: &str) -> Result<Host, String> {
         let port = free_port()?;
+        let client = Client::new(&format!("http://127.0.0.1:{port}"), &config.secret)?;
         let log = File::options()
             .create(true)
             .append(true)
@@ -60,7 +61,6 @@ impl Host {
             .stderr(Stdio::from(err_log))
             .spawn()
             .map_err(|e| format!("starting {}: {e}", config.bin.display()))?;
-        let client = Client::new(&format!("http://127.0.0.1:{port}"), &config.secret);
         let mut host = Host { child, client };
         host.wait_healthy()?;
         Ok(host)

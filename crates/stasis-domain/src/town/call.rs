@@ -3,6 +3,7 @@
 
 use super::{
     agents::{self, AgentRef, RegisteredAgent, TownAgent},
+    containers::{self, Standing},
     dispatch::{self, MayorAction},
     eviction::{self, EvictOutcome},
     heartbeat::{self, HeartbeatOutcome},
@@ -92,6 +93,12 @@ pub enum TownCall {
         /// The agent.
         agent_id: String,
     },
+    /// Where a container stands: current (with its epoch), superseded, or
+    /// never current.
+    Standing {
+        /// The container.
+        container_id: String,
+    },
 }
 
 /// The answer to a [`TownCall`].
@@ -118,6 +125,8 @@ pub enum TownReply {
     MayorMessage(MayorAction),
     /// For [`TownCall::Dispatch`]: the agent to dispatch, with its role.
     Dispatched(TownAgent),
+    /// For [`TownCall::Standing`].
+    Standing(Standing),
 }
 
 fn default_read_limit() -> u64 {
@@ -184,7 +193,28 @@ pub fn execute(
             &agent_ref(rig_id, agent_id),
             now,
         )?),
+        TownCall::Standing { container_id } => {
+            TownReply::Standing(containers::standing(store, container_id)?)
+        }
     })
+}
+
+/// [`execute`] for a write that may come from a container token: with a
+/// `fence`, a guarded call ([`crate::fence::guards_town_call`]) runs only
+/// while the fence's container holds the town, checked in the same
+/// transaction.
+pub fn execute_fenced(
+    store: &impl SqlStore,
+    call: &TownCall,
+    env: &TownEnv,
+    fence: Option<&crate::fence::Fence>,
+) -> Result<TownReply, DomainError> {
+    if let Some(fence) = fence
+        && crate::fence::guards_town_call(call)
+    {
+        containers::require_current(store, fence)?;
+    }
+    execute(store, call, env)
 }
 
 /// True when the call may change the object (and so needs a durable commit).
@@ -195,6 +225,7 @@ pub fn is_write(call: &TownCall) -> bool {
             | TownCall::GetRegistry
             | TownCall::ReadEvents { .. }
             | TownCall::ListAgents
+            | TownCall::Standing { .. }
     )
 }
 

@@ -2,10 +2,13 @@
 //!
 //! Every heartbeat refreshes `last_heartbeat_at`. A container that announced
 //! its eviction changes nothing else: its late heartbeat is exactly what
-//! must not end a drain. Any other container ends the drain (and becomes
-//! current, records `container_ready`, releases the deferred dispatches);
-//! without a drain, a new container becomes current and a repeat from the
-//! current one records nothing.
+//! must not end a drain. Nor does a container that held the town once and
+//! was superseded since: it never becomes current again (see
+//! [`super::containers`]), and its answer names the container holding the
+//! town. Any other container ends the drain (and becomes current with the
+//! next epoch, records `container_ready`, releases the deferred
+//! dispatches); without a drain, a new container becomes current and a
+//! repeat from the current one records nothing.
 //!
 //! A heartbeat may carry an idempotency key. The dispatches it released
 //! are then remembered under that key, and a retry with the same key (after
@@ -13,7 +16,9 @@
 //! and changes nothing else but the liveness time. Without a key each
 //! deferred dispatch is released exactly once.
 
-use super::{agents::TownAgent, deferred, eviction, log, registry, registry::Registry, state};
+use super::{
+    agents::TownAgent, containers, deferred, eviction, log, registry, registry::Registry, state,
+};
 use crate::{
     DomainError,
     ids::check_id,
@@ -33,6 +38,11 @@ pub struct HeartbeatOutcome {
     /// out of the JSON when false.
     #[serde(default, skip_serializing_if = "super::is_false")]
     pub evicted: bool,
+    /// Set when this container held the town once and another has taken
+    /// over since: it took nothing over. Names the container holding the
+    /// town. Left out of the JSON otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
     /// The process registry (no container, no agents before the first put).
     pub registry: Registry,
     /// The dispatches deferred while draining, released by this heartbeat
@@ -55,6 +65,12 @@ pub fn heartbeat(
     let mut row = state::load(store)?;
     row.last_heartbeat_at = Some(now_ms);
     let evicted = eviction::was_evicted(store, container_id)?;
+    let is_current = row.current_container_id.as_deref() == Some(container_id);
+    let superseded_by = if !is_current && containers::held_before(store, container_id)? {
+        Some(row.current_container_id.clone().unwrap_or_default())
+    } else {
+        None
+    };
     if let Some(key) = idempotency_key
         && let Some(released) = replayed(store, container_id, key)?
     {
@@ -63,19 +79,22 @@ pub fn heartbeat(
             draining: row.draining,
             cleared_drain: false,
             evicted,
+            superseded_by,
             registry: registry::get(store)?,
             released,
         });
     }
-    let takes_over = !evicted && row.current_container_id.as_deref() != Some(container_id);
-    let cleared_drain = !evicted && row.draining;
+    let blocked = evicted || superseded_by.is_some();
+    let takes_over = !blocked && !is_current;
+    let cleared_drain = !blocked && row.draining;
     if cleared_drain {
         row.draining = false;
         row.evicting_container_id = None;
         row.eviction_reason = None;
     }
-    if cleared_drain || takes_over {
+    if takes_over {
         row.current_container_id = Some(container_id.to_owned());
+        containers::take_over(store, container_id, now_ms)?;
     }
     state::save(store, &row)?;
     if cleared_drain || takes_over {
@@ -101,6 +120,7 @@ pub fn heartbeat(
         draining: row.draining,
         cleared_drain,
         evicted,
+        superseded_by,
         registry: registry::get(store)?,
         released,
     })

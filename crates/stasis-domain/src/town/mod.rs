@@ -5,8 +5,11 @@
 //!   is being evicted, which one is current, the last heartbeat.
 //! - **Eviction and heartbeat** ([`eviction`], [`heartbeat`]): an eviction
 //!   sets draining; only a heartbeat from a container that was never evicted
-//!   clears it, becomes current and releases the dispatches deferred while
-//!   draining. A late heartbeat from the dying container changes nothing.
+//!   nor superseded clears it, becomes current and releases the dispatches
+//!   deferred while draining. A late heartbeat from the dying container
+//!   changes nothing.
+//! - **Containers** ([`containers`]): the containers that held the town,
+//!   each with the epoch of its takeover, for fencing ([`crate::fence`]).
 //! - **Registry** ([`registry`]): which agents the container runs, replaced
 //!   whole on each put.
 //! - **Directory** ([`agents`]): the agents registered in the town, with at
@@ -35,6 +38,7 @@
 
 pub mod agents;
 mod call;
+pub mod containers;
 mod deferred;
 pub mod dispatch;
 pub mod eviction;
@@ -45,7 +49,8 @@ mod schema;
 pub mod state;
 
 pub use agents::{AgentRef, RegisteredAgent, TownAgent};
-pub use call::{TownCall, TownEnv, TownReply, execute, is_write};
+pub use call::{TownCall, TownEnv, TownReply, execute, execute_fenced, is_write};
+pub use containers::Standing;
 pub use dispatch::MayorAction;
 pub use eviction::EvictOutcome;
 pub use heartbeat::HeartbeatOutcome;

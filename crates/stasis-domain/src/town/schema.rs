@@ -70,6 +70,20 @@ const STATEMENTS: &[&str] = &[
         message_seq INTEGER NOT NULL,
         PRIMARY KEY (rig_id, agent_id, message_seq)
     )",
+    // Containers that held the town, one epoch per takeover: a superseded
+    // one never becomes current again, and its container-token writes are
+    // refused. Bounded, newest kept.
+    "CREATE TABLE IF NOT EXISTS container_epochs (
+        container_id TEXT PRIMARY KEY,
+        epoch INTEGER NOT NULL UNIQUE,
+        became_current_at INTEGER NOT NULL
+    )",
+    // A town whose current container took over before epochs existed: it
+    // gets epoch 1.
+    "INSERT INTO container_epochs (container_id, epoch, became_current_at)
+        SELECT current_container_id, 1, COALESCE(last_heartbeat_at, 0) FROM town_state
+        WHERE id = 1 AND current_container_id IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM container_epochs)",
     // The town's own event log.
     "CREATE TABLE IF NOT EXISTS town_events (
         seq INTEGER PRIMARY KEY,

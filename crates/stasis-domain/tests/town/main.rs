@@ -18,6 +18,7 @@ mod support;
 mod agents;
 mod dispatch;
 mod drain;
+mod fencing;
 mod random_runs;
 mod registry;
 mod restart;

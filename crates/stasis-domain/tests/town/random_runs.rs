@@ -1,4 +1,5 @@
-//! Random runs: only a never-evicted container ends a drain, releasing once.
+//! Random runs: only a container never evicted nor superseded ends a drain,
+//! releasing once; a superseded container never becomes current again.
 
 use crate::support::{released_reason_count, town_with_agents};
 use proptest::prelude::*;
@@ -26,11 +27,14 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
-    fn only_a_never_evicted_container_ends_a_drain_and_releases_exactly_once(
+    fn only_a_never_evicted_never_superseded_container_ends_a_drain_and_releases_once(
         steps in proptest::collection::vec(step(), 1..60)
     ) {
         let mut town = town_with_agents();
         let mut evicted = std::collections::BTreeSet::new();
+        // Containers that held the town, and the one holding it now.
+        let mut held = std::collections::BTreeSet::new();
+        let mut current: Option<usize> = None;
         let mut deferred_pending = false;
         let mut expected_releases = 0;
         // Each message is a new one in the mayor's log; a repeated seq
@@ -49,7 +53,16 @@ proptest! {
                 }
                 Step::Heartbeat(i) => {
                     let beat = town.heartbeat(CONTAINERS[i]);
-                    let should_clear = before.draining && !evicted.contains(&i);
+                    let superseded = held.contains(&i) && current != Some(i);
+                    let blocked = evicted.contains(&i) || superseded;
+                    prop_assert_eq!(beat.superseded_by.is_some(), superseded);
+                    if !blocked && current != Some(i) {
+                        current = Some(i);
+                        held.insert(i);
+                    }
+                    let holder = town.state().current_container_id;
+                    prop_assert_eq!(holder.as_deref(), current.map(|c| CONTAINERS[c]));
+                    let should_clear = before.draining && !blocked;
                     prop_assert_eq!(beat.cleared_drain, should_clear);
                     if beat.cleared_drain {
                         prop_assert_ne!(before.evicting_container_id.as_deref(), Some(CONTAINERS[i]));
@@ -71,6 +84,7 @@ proptest! {
             let after = town.state();
             if before.draining && !after.draining {
                 prop_assert!(matches!(step, Step::Heartbeat(i) if !evicted.contains(&i)));
+                prop_assert_eq!(after.current_container_id.as_deref(), current.map(|c| CONTAINERS[c]));
             }
         }
         prop_assert_eq!(released_reason_count(&mut town), expected_releases);

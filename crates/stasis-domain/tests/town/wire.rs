@@ -117,6 +117,9 @@ fn calls_and_replies_survive_json_in_the_documented_shapes() {
             container_id: Some("c".into()),
             reason: Some("r".into()),
         },
+        TownCall::Standing {
+            container_id: "c".into(),
+        },
     ] {
         let text = serde_json::to_string(&call).expect("serializes");
         assert_eq!(

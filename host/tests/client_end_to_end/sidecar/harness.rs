@@ -18,6 +18,8 @@ use crate::support::{SECRET, admin, agent, with_compiled_components};
 pub const TOWN: &str = "e2e-sidecar";
 pub const RIG: &str = "hq";
 pub const AGENT: &str = "mayor";
+/// The container every sidecar test runs in.
+pub const CONTAINER: &str = "c-sidecar-test";
 
 /// `stasis serve` on a fixed loopback port, over one data directory, restartable.
 pub struct Stasis {
@@ -93,7 +95,7 @@ fn free_port() -> u16 {
 }
 
 /// The `stasis-client` binary, built once per test run (without TLS, like the CLI test).
-fn sidecar_binary() -> &'static Path {
+pub fn client_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -147,7 +149,7 @@ impl<'a> Setup<'a> {
             runtime_url,
             db,
             state_dir,
-            container_id: "c-sidecar-test",
+            container_id: CONTAINER,
             token: admin_token(),
             extra: Vec::new(),
         }
@@ -176,7 +178,7 @@ pub struct Exit {
 
 impl SidecarProcess {
     pub fn spawn(setup: &Setup<'_>) -> Self {
-        let mut child = Command::new(sidecar_binary())
+        let mut child = Command::new(client_binary())
             .args(["sidecar", "--town", TOWN, "--rig", RIG, "--agent", AGENT])
             .args([
                 "--runtime-url",
@@ -188,6 +190,9 @@ impl SidecarProcess {
             .arg(setup.db)
             .arg("--state-dir")
             .arg(setup.state_dir)
+            // Its token file (`{root}/stasis-token-{container}`) stays in the test's directory.
+            .arg("--root")
+            .arg(setup.state_dir.parent().unwrap_or(setup.state_dir))
             .args(&setup.extra)
             .env("STASIS_URL", setup.stasis_url)
             .env("STASIS_TOKEN", &setup.token)
@@ -332,6 +337,29 @@ pub fn test_numbers(log: &[Value]) -> Vec<u64> {
 /// The events of one type.
 pub fn of_type<'l>(log: &'l [Value], kind: &str) -> Vec<&'l Value> {
     log.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// `POST /heartbeat` from `container` as admin: the status and the answer.
+pub fn heartbeat(base: &str, container: &str) -> (u16, Value) {
+    let body = serde_json::json!({ "container_id": container });
+    send_json(base, "POST", &format!("/api/towns/{TOWN}/heartbeat"), &body)
+}
+
+/// `PUT` or `POST` of a JSON body as admin: the status and the answer.
+pub fn send_json(base: &str, method: &str, path: &str, body: &Value) -> (u16, Value) {
+    let url = format!("{base}{path}");
+    let request = if method == "PUT" {
+        agent().put(&url)
+    } else {
+        agent().post(&url)
+    };
+    let mut response = request
+        .header("Authorization", admin())
+        .send_json(body)
+        .expect("stasis answers");
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
 /// `GET` as admin, answering the status, the JSON answer and the headers wanted.

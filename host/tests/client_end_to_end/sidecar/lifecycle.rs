@@ -95,7 +95,12 @@ fn a_sidecar_that_cannot_work_refuses_to_start_with_a_clear_message() {
     assert_eq!(code, Some(i32::from(exit::UNAVAILABLE)), "{stderr}");
     assert!(stderr.contains("no healthy answer within 1s"), "{stderr}");
 
-    let (code, stderr) = refused_start(&rig, |s| s.token = "stasis_v1.admin.forged".into());
+    // Another container id: this container's token file (written by the sidecars above) would
+    // otherwise stand in for the forged token.
+    let (code, stderr) = refused_start(&rig, |s| {
+        s.token = "stasis_v1.admin.forged".into();
+        s.container_id = "c-forged-token";
+    });
     assert_eq!(code, Some(i32::from(exit::REFUSED)), "{stderr}");
     assert!(stderr.contains("401 unauthorized"), "{stderr}");
 

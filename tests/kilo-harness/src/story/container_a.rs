@@ -7,6 +7,7 @@ use super::{Stage, poll};
 use crate::{EventStream, Kilo, KiloMessage, KiloOptions};
 use anyhow::{Context, Result, bail};
 use rustix::process::{Pid, Signal, kill_process};
+use stasis_client::credentials::{TokenClaims, token_file};
 use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -43,16 +44,25 @@ pub struct Cut {
 }
 
 impl ContainerA {
-    /// Heartbeat, the Mayor registered, kilo serve and the sidecar started in one new process
-    /// group, the session created and named in the container registry.
+    /// `stasis-client boot` with the town's token (a container token taken, the heartbeat),
+    /// the Mayor registered, kilo serve and the sidecar (with the container token boot took)
+    /// started in one new process group, the session created and named in the container
+    /// registry.
     pub fn boot(stage: &Stage<'_>, root: &Path, log: &Path) -> Result<Self> {
         let id = format!("c-a-{}", super::random_suffix());
-        stage.api.heartbeat(&stage.town, &id)?;
+        super::container_b::boot(stage, root, Some(&id))?;
+        let token = container_token(stage, root, &id)?;
         stage.api.put_agent(&stage.town, RIG, MAYOR, "mayor")?;
         let home = root.join(format!("agent-home-{MAYOR}"));
         let kilo = Kilo::start(&stage.kilo_options(&home))?;
         let group = kilo.process_group().context("kilo's process group")?;
-        let sidecar = spawn_sidecar(stage, &id, root, log, kilo.url(), group)?;
+        let sidecar = Sidecar {
+            container_id: &id,
+            token: &token,
+            root,
+            log,
+        };
+        let sidecar = sidecar.spawn(stage, kilo.url(), group)?;
         let events = kilo.events()?;
         let mut container = Self {
             id,
@@ -237,38 +247,62 @@ impl Drop for ContainerA {
     }
 }
 
-/// `stasis-client sidecar` beside kilo, in kilo's process group.
-fn spawn_sidecar(
-    stage: &Stage<'_>,
-    container_id: &str,
-    root: &Path,
-    log: &Path,
-    runtime_url: &str,
-    group: u32,
-) -> Result<Child> {
-    let log = File::create(log).context("creating the sidecar's log")?;
-    let group = i32::try_from(group).context("kilo's process group id")?;
-    Command::new(stage.client_bin)
-        .args([
-            "sidecar",
-            "--town",
-            &stage.town,
-            "--rig",
-            RIG,
-            "--agent",
-            MAYOR,
-        ])
-        .args(["--container-id", container_id, "--runtime-url", runtime_url])
-        .arg("--root")
-        .arg(root)
-        .env("STASIS_URL", stage.api.base())
-        .env("STASIS_TOKEN", stage.api.token())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .process_group(group)
-        .spawn()
-        .with_context(|| format!("starting {} sidecar", stage.client_bin.display()))
+/// The container token `boot` wrote for `container_id` (a token bound to it, as the sidecar
+/// must be given).
+fn container_token(stage: &Stage<'_>, root: &Path, container_id: &str) -> Result<String> {
+    let file = token_file(root, container_id);
+    let token = std::fs::read_to_string(&file)
+        .with_context(|| format!("boot wrote no token file {}", file.display()))?;
+    let token = token.trim().to_owned();
+    let claims = TokenClaims::of(&token);
+    if !claims
+        .as_ref()
+        .is_some_and(|c| c.binds(&stage.town, container_id))
+    {
+        bail!(
+            "{} holds no container token of {container_id}: its claims are {claims:?}",
+            file.display()
+        );
+    }
+    Ok(token)
+}
+
+/// `stasis-client sidecar` of one container, with that container's token.
+struct Sidecar<'p> {
+    container_id: &'p str,
+    token: &'p str,
+    root: &'p Path,
+    log: &'p Path,
+}
+
+impl Sidecar<'_> {
+    /// Starts it beside kilo, in kilo's process group.
+    fn spawn(&self, stage: &Stage<'_>, runtime_url: &str, group: u32) -> Result<Child> {
+        let log = File::create(self.log).context("creating the sidecar's log")?;
+        let group = i32::try_from(group).context("kilo's process group id")?;
+        Command::new(stage.client_bin)
+            .args([
+                "sidecar",
+                "--town",
+                &stage.town,
+                "--rig",
+                RIG,
+                "--agent",
+                MAYOR,
+            ])
+            .args(["--container-id", self.container_id])
+            .args(["--runtime-url", runtime_url])
+            .arg("--root")
+            .arg(self.root)
+            .env("STASIS_URL", stage.api.base())
+            .env("STASIS_TOKEN", self.token)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .process_group(group)
+            .spawn()
+            .with_context(|| format!("starting {} sidecar", stage.client_bin.display()))
+    }
 }
 
 fn port_of(url: &str) -> Result<u16> {

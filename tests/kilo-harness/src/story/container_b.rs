@@ -43,13 +43,19 @@ impl Booted {
     }
 }
 
-/// `stasis-client boot --town T --root <root>`: heartbeat as a new container, hydrate every
-/// agent of the registry, print the dispatches.
-pub fn boot(stage: &Stage<'_>, root: &Path) -> Result<Booted> {
+/// `stasis-client boot --town T --root <root>` with the town's token: take a container token
+/// (written to `<root>/stasis-token-<id>`), heartbeat as a new container (`container_id`, or
+/// one boot picks), hydrate every agent of the registry, print the dispatches.
+pub fn boot(stage: &Stage<'_>, root: &Path, container_id: Option<&str>) -> Result<Booted> {
     let started = Instant::now();
-    let output = Command::new(stage.client_bin)
+    let mut command = Command::new(stage.client_bin);
+    command
         .args(["boot", "--town", &stage.town, "--root"])
-        .arg(root)
+        .arg(root);
+    if let Some(id) = container_id {
+        command.args(["--container-id", id]);
+    }
+    let output = command
         .env("STASIS_URL", stage.api.base())
         .env("STASIS_TOKEN", stage.api.token())
         .stdin(Stdio::null())

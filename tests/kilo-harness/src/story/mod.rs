@@ -38,7 +38,7 @@ use anyhow::{Context, Result, bail};
 use checks::{CutReply, Tail};
 use container_a::ContainerA;
 use script::{MAYOR, RIG};
-use stasis_api::auth::{Scope, mint};
+use stasis_api::auth::{DEFAULT_TTL, Grant, KeyRing, Scope};
 use std::hash::{BuildHasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -103,7 +103,7 @@ pub fn play(options: &StoryOptions, narrate: &dyn Fn(&str)) -> Result<StoryRepor
         None => tempfile::Builder::new().prefix("stasis-story-").tempdir()?,
     };
     let model = FakeModel::start(script::script())?;
-    let stage = Stage::new(options, &model, narrate);
+    let stage = Stage::new(options, &model, narrate)?;
     // The containers' `/tmp`: A's, then, emptied, B's. The same path matters: kilo binds a
     // session to the directory it was created in, and a new container has the same paths.
     let root = temp.path().join("tmp");
@@ -128,7 +128,8 @@ fn act_a(stage: &Stage<'_>, root: &Path, log: &Path) -> Result<LeftByA> {
     stage.say(&format!("1. Container A boots (town {})", stage.town));
     let mut a = ContainerA::boot(stage, root, log)?;
     stage.say(&format!(
-        "   heartbeat as {}; kilo serve at {} with the sidecar in its process group; session {}",
+        "   stasis-client boot as {} (the town token exchanged for a container token); kilo \
+         serve at {} with the sidecar (on that container token) in its process group; session {}",
         a.id,
         a.kilo_url()?,
         a.session
@@ -175,7 +176,7 @@ fn act_a(stage: &Stage<'_>, root: &Path, log: &Path) -> Result<LeftByA> {
 fn act_b(stage: &Stage<'_>, root: &Path, a: LeftByA) -> Result<StoryReport> {
     stage.say("3. Container B boots on an empty folder: stasis-client boot, then kilo serve");
     let started = Instant::now();
-    let booted = container_b::boot(stage, root)?;
+    let booted = container_b::boot(stage, root, None)?;
     let dispatch = booted.mayor()?.clone();
     stage.say(&format!(
         "   boot as {} in {:.0?}: kilo.db hydrated, the Mayor's dispatch in hand ({} turns)",
@@ -239,11 +240,23 @@ pub(crate) struct Stage<'a> {
 }
 
 impl<'a> Stage<'a> {
-    /// A fresh town on `options`' stasis, with a token for it.
-    fn new(options: &'a StoryOptions, model: &'a FakeModel, narrate: &'a dyn Fn(&str)) -> Self {
+    /// A fresh town on `options`' stasis, with a town token for it (what a container is
+    /// started with: `stasis-client` exchanges it for a container token).
+    fn new(
+        options: &'a StoryOptions,
+        model: &'a FakeModel,
+        narrate: &'a dyn Fn(&str),
+    ) -> Result<Self> {
         let town = format!("story-{}", random_suffix());
-        let token = mint(options.secret.as_bytes(), &Scope::Town(town.clone()));
-        Stage {
+        let keys = KeyRing::single(&options.secret).context("stasis's secret")?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let grant = Grant::new(Scope::Town(town.clone()));
+        let token = keys
+            .mint(&grant, now, DEFAULT_TTL)
+            .context("minting the town's token")?;
+        Ok(Stage {
             api: StasisApi::new(&options.url, &token),
             agent_path: format!("/api/towns/{town}/rigs/{RIG}/agents/{MAYOR}"),
             town,
@@ -251,7 +264,7 @@ impl<'a> Stage<'a> {
             client_bin: &options.client_bin,
             kilo_bin: options.kilo_bin.as_deref(),
             narrate,
-        }
+        })
     }
 
     fn say(&self, line: &str) {

@@ -94,7 +94,7 @@ pub fn run(options: &OutageOptions, narrate: &dyn Fn(&str)) -> Result<OutageRepo
     let model = FakeModel::start(
         Script::new().otherwise(Reply::paced_text(reply, Duration::from_millis(70))),
     )?;
-    let stage = Stage::new(&story, &model, narrate);
+    let stage = Stage::new(&story, &model, narrate)?;
     let root = temp.path().join("tmp");
     std::fs::create_dir_all(&root)?;
     let a = ContainerA::boot(&stage, &root, &temp.path().join("sidecar.log"))?;

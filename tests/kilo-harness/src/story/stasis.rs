@@ -37,11 +37,6 @@ struct Registry<'a> {
 }
 
 #[derive(Serialize)]
-struct Beat<'a> {
-    container_id: &'a str,
-}
-
-#[derive(Serialize)]
 struct AgentRecord<'a> {
     role: &'a str,
 }
@@ -140,24 +135,11 @@ impl StasisApi {
         &self.token
     }
 
-    /// `POST /api/towns/{town}/heartbeat`.
-    ///
-    /// # Errors
-    ///
-    /// On a transport error or a status other than 2xx.
-    pub fn heartbeat(&self, town: &str, container_id: &str) -> Result<()> {
-        self.send(
-            "POST",
-            &format!("/api/towns/{town}/heartbeat"),
-            &Beat { container_id },
-        )
-    }
-
     /// `PUT /api/towns/{town}/rigs/{rig}/agents/{agent}` `{role}`.
     ///
     /// # Errors
     ///
-    /// As [`StasisApi::heartbeat`].
+    /// On a transport error or a status other than 2xx.
     pub fn put_agent(&self, town: &str, rig: &str, agent: &str, role: &str) -> Result<()> {
         let path = format!("/api/towns/{town}/rigs/{rig}/agents/{agent}");
         self.send("PUT", &path, &AgentRecord { role })
@@ -167,7 +149,7 @@ impl StasisApi {
     ///
     /// # Errors
     ///
-    /// As [`StasisApi::heartbeat`].
+    /// As [`StasisApi::put_agent`].
     pub fn put_registry(
         &self,
         town: &str,
