@@ -12,8 +12,9 @@
 //! - [`execute`] runs the object's side ([`SnapshotCall`]) over its SQL.
 //! - [`saga`] drives a whole put/get/delete/sweep over two async ports: the
 //!   agent's object ([`saga::SnapshotObject`]) and the KV store
-//!   ([`saga::BlobStore`]). The host's snapshot component runs it over its
-//!   imports; the edge worker over Durable Object calls and Workers KV.
+//!   ([`saga::BlobStore`]). Each runtime runs it in its own process (so the
+//!   bytes stream and are hashed natively): the host over its agent objects
+//!   and KV folder, the edge worker over Durable Object calls and Workers KV.
 
 mod call;
 pub mod chunk_calls;
