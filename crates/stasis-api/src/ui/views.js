@@ -134,7 +134,7 @@ function agentsCard(town, agents, records) {
 
 function townLogCard(log) {
   const rows = [...log.events].reverse().map((e) =>
-    h("tr", { "data-seq": e.seq }, h("td", { class: "num" }, e.seq), h("td", {}, when(e.created_at)),
+    h("tr", { "data-seq": e.seq }, h("td", { class: "num" }, e.seq), h("td", { class: "time" }, when(e.created_at)),
       h("td", {}, e.type), h("td", {}, json(e.data))));
   return card("town-log", `Town log (newest ${log.events.length} of ${log.last_seq})`,
     h("div", { class: "scroll" }, table("town-log-table", ["seq", "time", "type", "data"], rows)));
@@ -144,7 +144,9 @@ function townLogCard(log) {
 export async function agentView(town, rig, agent) {
   const base = apiPath("towns", town, "rigs", rig, "agents", agent);
   const [record, conversation] = await Promise.all([getJson(base), getJson(`${base}/conversation`)]);
-  const tail = tailCard(`${base}/events`, Math.max(record.last_seq - TAIL_BACKLOG, 0));
+  // Start within what retention keeps, so only a real loss shows as a gap.
+  const after = Math.max(record.last_seq - TAIL_BACKLOG, record.last_seq - record.event_count, 0);
+  const tail = tailCard(`${base}/events`, after);
   const view = h("div", { id: "agent-view" },
     h("h2", {}, `Agent ${rig}/${agent}`),
     h("div", { class: "grid" }, recordCard(record), conversationCard(conversation)),
@@ -180,7 +182,8 @@ function tailCard(url, after) {
   const status = h("p", { id: "tail-status", class: "muted" }, "connecting…");
   const onEvent = (e) => {
     rows.prepend(h("tr", { "data-seq": e.seq },
-      h("td", { class: "num" }, e.seq), h("td", {}, new Date(e.created_at).toLocaleTimeString()), h("td", {}, e.type),
+      h("td", { class: "num" }, e.seq), h("td", { class: "time" }, new Date(e.created_at).toLocaleTimeString([], { hour12: false })),
+      h("td", {}, e.type),
       h("td", { class: "mono" }, e.session_id ?? ""), h("td", {}, json(e.data))));
     while (rows.childElementCount > TAIL_ROWS_KEPT) rows.lastElementChild.remove();
   };
