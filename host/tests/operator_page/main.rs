@@ -1,44 +1,85 @@
 //! The operator page at `/ui` in a real headless Chromium against a real
-//! `stasis serve`: signing in (a bad and an expired token refused, then a
-//! read-only token minted by `stasis token`), a town's state, containers,
-//! registry, pending dispatches, agents and log, one agent's conversation,
-//! and its live tail, which shows an appended event and resumes without
-//! loss or duplicates after the host restarts. Saves a screenshot to
-//! `target/ui-artifacts/operator.png`.
+//! `stasis serve`: signing in (a malformed and an expired token refused,
+//! then a read-only token minted by `stasis token`), a town's state,
+//! containers, registry, pending dispatches, agents and log, one agent's
+//! conversation, and its live tail, which shows an appended event and
+//! resumes without loss or duplicates after the host is killed and
+//! restarted. Saves screenshots to `target/ui-artifacts/` (`town.png`,
+//! `operator.png`).
+//!
+//! With `STASIS_URL` and `STASIS_SECRET` it runs against that server
+//! instead (`wrangler dev --local`), in a town of its own, and checks the
+//! live tail without the restart (it cannot restart a server it did not
+//! start).
 //!
 //! Needs `chromium` and `chromedriver` (scripts/setup.sh installs them;
-//! scripts/test runs this with `--ignored`).
+//! scripts/test runs this with `--ignored`, against the host and the edge).
 
 #![allow(clippy::expect_used, clippy::panic, reason = "tests fail loudly")]
 
 mod browser;
 #[path = "../support/mod.rs"]
 mod support;
+mod tokens;
 mod town;
 
 use browser::{Driver, eval, sign_in, text, until};
 use fantoccini::{Client, Locator};
-use std::{net::TcpListener, path::PathBuf, process::Command, time::Duration};
+use std::{net::TcpListener, path::PathBuf};
 use support::{Options, Server};
+
+/// The server the page is tried on, and the town it looks at.
+pub struct Target {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// The server's token key.
+    pub secret: String,
+    /// A town of this run's own.
+    pub town: String,
+}
+
+impl Target {
+    /// An admin bearer header value, for seeding through the API.
+    pub fn admin(&self) -> String {
+        format!("Bearer {}", tokens::admin(&self.secret))
+    }
+}
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs chromium and chromedriver: scripts/test installs and runs it"]
 async fn the_operator_page_shows_a_town_and_a_live_tail_that_resumes_after_a_restart() {
     let data = tempfile::tempdir().expect("temp dir");
-    support::with_compiled_components(data.path());
-    let host = Server::start(data.path(), &[]);
-    town::seed(&host.base);
+    let external = std::env::var("STASIS_URL").ok();
+    let host = external.is_none().then(|| {
+        support::with_compiled_components(data.path());
+        Server::start(data.path(), &[])
+    });
+    let target = Target {
+        base: external.unwrap_or_else(|| host.as_ref().map(|h| h.base.clone()).unwrap_or_default()),
+        secret: std::env::var("STASIS_SECRET").unwrap_or_else(|_| support::SECRET.to_owned()),
+        town: format!("ui-town-{:08x}", fastrand::u32(..)),
+    };
+    town::seed(&target);
     let driver = Driver::start();
     let browser = driver.browser().await;
     browser
-        .goto(&format!("{}/ui", host.base))
+        .goto(&format!("{}/ui", target.base))
         .await
         .expect("load /ui");
 
-    refuses_bad_tokens(&browser).await;
-    sign_in(&browser, &read_only_token(), town::TOWN).await;
+    refuses_bad_tokens(&browser, &target).await;
+    let read_only = tokens::read_only_by_cli(&target.secret, &target.town);
+    sign_in(&browser, &read_only, &target.town).await;
     shows_the_town(&browser).await;
-    let host = tail_resumes_after_a_restart(&browser, host, data.path()).await;
+    opens_the_worker(&browser).await;
+    let live = town::append(&target, "live");
+    until(&browser, "the appended event", &row_shown(live)).await;
+    let host = match host {
+        Some(host) => {
+            Some(tail_resumes_after_a_restart(&browser, &target, host, data.path()).await)
+        }
+        None => None,
+    };
 
     let shot = screenshot(&browser, "operator.png").await;
     println!("operator page screenshot: {}", shot.display());
@@ -46,17 +87,22 @@ async fn the_operator_page_shows_a_town_and_a_live_tail_that_resumes_after_a_res
     drop(host);
 }
 
-async fn refuses_bad_tokens(browser: &Client) {
-    sign_in(browser, "not-a-token", town::TOWN).await;
-    let shown = until(browser, "the refusal of a malformed token", ERROR_SHOWN).await;
+async fn refuses_bad_tokens(browser: &Client, target: &Target) {
+    sign_in(browser, "not-a-token", &target.town).await;
+    let shown = until(
+        browser,
+        "the refusal of a malformed token",
+        &error_containing(""),
+    )
+    .await;
     assert!(
         shown
             .as_str()
             .is_some_and(|s| s.contains("not a stasis token")),
         "{shown}"
     );
-    let expired = expired_token();
-    sign_in(browser, &expired, town::TOWN).await;
+    let expired = tokens::expired_read_only(&target.secret, &target.town);
+    sign_in(browser, &expired, &target.town).await;
     let shown = until(
         browser,
         "the refusal of an expired token",
@@ -69,9 +115,7 @@ async fn refuses_bad_tokens(browser: &Client) {
     );
 }
 
-const ERROR_SHOWN: &str = "const e = document.getElementById('sign-in-error'); \
-     return e && !e.hidden && e.textContent";
-
+/// A script returning the sign-in error's text once it is shown and holds `word`.
 fn error_containing(word: &str) -> String {
     format!(
         "const e = document.getElementById('sign-in-error'); \
@@ -129,14 +173,9 @@ async fn shows_the_town(browser: &Client) {
     println!("town view screenshot: {}", shot.display());
 }
 
-/// Opens the worker, appends through the API and sees the event live;
-/// restarts the host, appends while the page is disconnected and once it is
-/// back, and checks the tail shows every seq once, in order.
-async fn tail_resumes_after_a_restart(
-    browser: &Client,
-    host: Server,
-    data: &std::path::Path,
-) -> Server {
+/// Opens the worker from the town's agents: its record, conversation and
+/// the live tail's backlog.
+async fn opens_the_worker(browser: &Client) {
     let link = browser
         .find(Locator::Css("tr[data-agent='rig-a/polecat-1'] a"))
         .await
@@ -149,29 +188,39 @@ async fn tail_resumes_after_a_restart(
     );
     assert_eq!(text(browser, "#role").await, "polecat");
     until(browser, "a live tail", &phase_is("live")).await;
-    let first_shown = tail_seqs(browser).await;
-    assert_eq!(first_shown, (1..=5).collect::<Vec<_>>(), "the backlog");
+    assert_eq!(
+        tail_seqs(browser).await,
+        (1..=5).collect::<Vec<_>>(),
+        "the backlog"
+    );
+}
 
-    let live = town::append(&host.base, "live");
-    until(browser, "the appended event", &row_shown(live)).await;
-
-    let port: u16 = host
+/// Kills and restarts the host under the live tail, appends while the page
+/// is disconnected and once it is back, and checks the tail shows every seq
+/// once, in order.
+async fn tail_resumes_after_a_restart(
+    browser: &Client,
+    target: &Target,
+    host: Server,
+    data: &std::path::Path,
+) -> Server {
+    let port = host
         .address()
         .rsplit(':')
         .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port");
+        .and_then(|p| p.parse().ok());
+    let port: u16 = port.expect("the host's port");
     host.kill_hard();
     until(browser, "the tail reconnecting", &phase_is("reconnecting")).await;
     let host = Server::start_on(port, data, &[], &Options::default());
-    let missed = town::append(&host.base, "while disconnected");
+    let missed = town::append(target, "while disconnected");
     until(
         browser,
         "the event appended while disconnected",
         &row_shown(missed),
     )
     .await;
-    let after = town::append(&host.base, "after the restart");
+    let after = town::append(target, "after the restart");
     until(
         browser,
         "the event appended after the restart",
@@ -215,37 +264,6 @@ async fn tail_seqs(browser: &Client) -> Vec<u64> {
     let mut seqs: Vec<u64> = serde_json::from_value(seqs).expect("seqs");
     seqs.reverse();
     seqs
-}
-
-/// A read-only token for the town, minted by `stasis token` as an operator would.
-fn read_only_token() -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_stasis"))
-        .args(["token", "--town", town::TOWN, "--read-only"])
-        .env("STASIS_SECRET", support::SECRET)
-        .output()
-        .expect("stasis token runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("a token is text")
-        .trim()
-        .to_owned()
-}
-
-/// A genuine read-only token of the town whose lifetime ended a minute ago.
-fn expired_token() -> String {
-    let keys = stasis_api::auth::KeyRing::single(support::SECRET).expect("the test secret");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("the clock is past 1970")
-        .as_secs();
-    let mut grant = stasis_api::auth::Grant::new(stasis_api::auth::Scope::Town(town::TOWN.into()));
-    grant.read_only = true;
-    keys.mint(&grant, now - 120, Duration::from_secs(60))
-        .expect("a token mints")
 }
 
 /// Saves what the browser shows as `<target>/ui-artifacts/<name>`.

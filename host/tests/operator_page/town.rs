@@ -3,21 +3,20 @@
 //! Mayor whose message waits for the drain, and a worker with a
 //! conversation, a checkpoint and a snapshot.
 
-use super::support;
+use super::{Target, support};
 use serde_json::{Value, json};
 
-pub const TOWN: &str = "ui-town";
 pub const RIG: &str = "rig-a";
 pub const WORKER: &str = "polecat-1";
 
-/// `method path` with an admin token and a JSON body; the answer's JSON,
-/// after checking its status is a success.
-pub fn call(base: &str, method: &str, path: &str, body: Option<Value>) -> Value {
-    let url = format!("{base}/api/towns/{TOWN}{path}");
+/// `method path` under the town with an admin token and a JSON body; the
+/// answer's JSON, after checking its status is a success.
+pub fn call(target: &Target, method: &str, path: &str, body: Option<Value>) -> Value {
+    let url = format!("{}/api/towns/{}{path}", target.base, target.town);
     let request = ureq::http::Request::builder()
         .method(method)
         .uri(&url)
-        .header("Authorization", support::admin())
+        .header("Authorization", target.admin())
         .header("Content-Type", "application/json");
     let request = request
         .body(body.map(|b| b.to_string()).unwrap_or_default())
@@ -35,17 +34,17 @@ pub fn worker(path: &str) -> String {
 }
 
 /// Appends one event to the worker; returns its seq.
-pub fn append(base: &str, marker: &str) -> u64 {
+pub fn append(target: &Target, marker: &str) -> u64 {
     let body = json!({"events": [{"type": "tool.output", "data": {"marker": marker}}]});
-    let answer = call(base, "POST", &worker("/events"), Some(body));
+    let answer = call(target, "POST", &worker("/events"), Some(body));
     answer["last_seq"].as_u64().expect("a seq")
 }
 
 /// Builds the town; see the module docs.
-pub fn seed(base: &str) {
+pub fn seed(target: &Target) {
     let heartbeat = |container: &str| {
         call(
-            base,
+            target,
             "POST",
             "/heartbeat",
             Some(json!({"container_id": container})),
@@ -53,13 +52,13 @@ pub fn seed(base: &str) {
     };
     let evict = |container: &str, reason: &str| {
         let body = json!({"container_id": container, "reason": reason});
-        call(base, "POST", "/container-eviction", Some(body));
+        call(target, "POST", "/container-eviction", Some(body));
     };
     heartbeat("container-0");
     evict("container-0", "node drained");
     heartbeat("container-1");
     call(
-        base,
+        target,
         "PUT",
         "/container-registry",
         Some(json!({
@@ -71,28 +70,28 @@ pub fn seed(base: &str) {
         })),
     );
     call(
-        base,
+        target,
         "PUT",
         "/rigs/hq/agents/mayor",
         Some(json!({"role": "mayor"})),
     );
-    call(base, "PUT", &worker(""), Some(json!({"role": "polecat"})));
+    call(target, "PUT", &worker(""), Some(json!({"role": "polecat"})));
     call(
-        base,
+        target,
         "POST",
         &worker("/events"),
         Some(json!({"events": conversation()})),
     );
     call(
-        base,
+        target,
         "PUT",
         &worker("/checkpoint"),
         Some(json!({"step": 3, "plan": "fix the flaky test"})),
     );
-    put_snapshot(base);
+    put_snapshot(target);
     evict("container-1", "SIGTERM");
     call(
-        base,
+        target,
         "POST",
         "/mayor/message",
         Some(json!({"text": "How is the rig doing?"})),
@@ -127,12 +126,17 @@ fn conversation() -> Value {
     ])
 }
 
-fn put_snapshot(base: &str) {
-    let url = format!("{base}/api/towns/{TOWN}{}", worker("/db-snapshot"));
+fn put_snapshot(target: &Target) {
+    let url = format!(
+        "{}/api/towns/{}{}",
+        target.base,
+        target.town,
+        worker("/db-snapshot")
+    );
     let request = ureq::http::Request::builder()
         .method("PUT")
         .uri(&url)
-        .header("Authorization", support::admin())
+        .header("Authorization", target.admin())
         .header("Content-Type", "application/octet-stream")
         .body(vec![7_u8; 48 * 1024])
         .expect("a request");
