@@ -75,6 +75,25 @@ stasis_kilo() {
     export STASIS_KILO_BIN
 }
 
+# Chromium and its WebDriver from the distribution's packages, for the
+# operator page's browser test (host/tests/operator_page); installed with
+# apt-get when either is missing. Browsers that tools download from a vendor
+# site are not used.
+stasis_chromium() {
+    if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
+        return 0
+    fi
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "chromium and chromedriver are required (Debian: apt-get install chromium chromium-driver)" >&2
+        exit 1
+    fi
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+}
+
 # The Durable Streams peer the bench measures against (bench/peer), from its
 # lockfile: npm ci without install scripts (its native parts come prebuilt in
 # platform packages), done again only when the lockfile changed since.

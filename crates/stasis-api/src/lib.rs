@@ -44,6 +44,7 @@ mod snapshot_delta;
 pub mod sse;
 mod token_http;
 mod town_http;
+pub mod ui;
 
 pub use body_rules::DEFAULT_IMPORT_LIMIT;
 pub use error::{ApiError, ErrorLog};

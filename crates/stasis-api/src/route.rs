@@ -13,6 +13,8 @@ pub enum Endpoint {
     Live,
     /// `POST /api/token/refresh`: a fresh token like the one presented.
     RefreshToken,
+    /// `GET /ui...`: the operator page's files.
+    Ui(crate::ui::Asset),
     /// `/api/towns/{town}...`
     Town(String, TownEndpoint),
     /// `/api/towns/{town}/rigs/{rig}/agents/{agent}...`
@@ -108,7 +110,7 @@ impl Endpoint {
     /// The town whose scope this endpoint needs, if any.
     pub fn town(&self) -> Option<&str> {
         match self {
-            Endpoint::Health | Endpoint::Live | Endpoint::RefreshToken => None,
+            Endpoint::Health | Endpoint::Live | Endpoint::RefreshToken | Endpoint::Ui(_) => None,
             Endpoint::Town(town, _) => Some(town),
             Endpoint::Agent(key, _) => Some(&key.town),
         }
@@ -127,7 +129,7 @@ impl Endpoint {
 
     fn allowed_methods(&self) -> &'static [Method] {
         match self {
-            Endpoint::Health | Endpoint::Live => &[Method::GET],
+            Endpoint::Health | Endpoint::Live | Endpoint::Ui(_) => &[Method::GET],
             Endpoint::RefreshToken => &[Method::POST],
             Endpoint::Town(_, endpoint) => endpoint.allowed_methods(),
             Endpoint::Agent(_, endpoint) => endpoint.allowed_methods(),
@@ -135,9 +137,10 @@ impl Endpoint {
     }
 }
 
-/// Whether `path` needs no token: readiness and liveness probes.
+/// Whether `path` needs no token: readiness and liveness probes, and the
+/// operator page (which holds no data; its calls carry a token).
 pub fn is_public(path: &str) -> bool {
-    matches!(path, "/healthz" | "/livez")
+    matches!(path, "/healthz" | "/livez") || crate::ui::is_ui_path(path)
 }
 
 /// Resolves `raw_path` (still percent-encoded) for `method`: 404 when no
@@ -165,6 +168,7 @@ fn shape(segments: &[&str]) -> Option<Endpoint> {
         ["healthz"] => Endpoint::Health,
         ["livez"] => Endpoint::Live,
         ["api", "token", "refresh"] => Endpoint::RefreshToken,
+        ["ui", rest @ ..] => Endpoint::Ui(crate::ui::asset(rest)?),
         ["api", "towns", town, rest @ ..] => match rest {
             ["rigs", rig, "agents", agent, rest @ ..] => Endpoint::Agent(
                 AgentKey {
@@ -219,7 +223,7 @@ fn agent_endpoint(rest: &[&str]) -> Option<AgentEndpoint> {
 fn check_ids(endpoint: &Endpoint) -> Result<(), ApiError> {
     let check = |what: &str, id: &str| ids::check_id(what, id).map(drop).map_err(ApiError::from);
     match endpoint {
-        Endpoint::Health | Endpoint::Live | Endpoint::RefreshToken => Ok(()),
+        Endpoint::Health | Endpoint::Live | Endpoint::RefreshToken | Endpoint::Ui(_) => Ok(()),
         Endpoint::Town(town, _) => check("town", town),
         Endpoint::Agent(key, endpoint) => {
             AgentKey::new(&key.town, &key.rig, &key.agent).map_err(ApiError::from)?;

@@ -42,7 +42,11 @@ impl Server {
 
     /// Starts `stasis serve` with `options`, and waits until it serves.
     pub fn start_with(data_dir: &Path, extra: &[&str], options: &Options) -> Self {
-        let port = free_port();
+        Self::start_on(free_port(), data_dir, extra, options)
+    }
+
+    /// Starts `stasis serve` on `port` (a restart where clients expect it).
+    pub fn start_on(port: u16, data_dir: &Path, extra: &[&str], options: &Options) -> Self {
         let mut command = match options.open_file_limit {
             Some(limit) => {
                 let mut shell = Command::new("sh");
