@@ -1,8 +1,8 @@
 //! One JSON line per request (`console.log`, kept by Workers Logs): the
 //! record the host logs too ([`RequestRecord`]), and the request id echoed
 //! on the response. The worker's duration runs to the response's head, and
-//! its `bytes_out` is the `Content-Length` when the response has one (a
-//! streamed body is sent after the handler returns).
+//! a streamed response's `bytes_out` is its `Content-Length` when it has one
+//! (its body is sent after the handler returns).
 
 use bytes::Bytes;
 use stasis_api::{
@@ -11,10 +11,12 @@ use stasis_api::{
 };
 use worker::{Headers, Response, Result};
 
-/// A worker response, with the error code of an error response.
+/// A worker response, with the error code of an error response and its
+/// body's length when known.
 pub struct Answered {
     response: Response,
     error_code: Option<String>,
+    bytes_out: Option<u64>,
 }
 
 impl Answered {
@@ -24,9 +26,11 @@ impl Answered {
             .extensions()
             .get::<ErrorLog>()
             .map(|log| log.code.clone());
+        let bytes_out = u64::try_from(response.body().len()).ok();
         Ok(Self {
             response: crate::convert::to_worker(response)?,
             error_code,
+            bytes_out,
         })
     }
 
@@ -35,6 +39,7 @@ impl Answered {
         Self {
             response,
             error_code: None,
+            bytes_out: None,
         }
     }
 }
@@ -76,8 +81,10 @@ impl Entry {
         let response = answered.response;
         self.record.status = response.status_code();
         self.record.error_code = answered.error_code;
-        self.record.bytes_out =
-            content_length(response.headers().get("content-length")?.as_deref());
+        self.record.bytes_out = match answered.bytes_out {
+            Some(length) => length,
+            None => content_length(response.headers().get("content-length")?.as_deref()),
+        };
         worker::console_log!("{}", self.record.to_json());
         // A response fetched from a Durable Object has immutable headers:
         // the id goes on a copy.
