@@ -13,11 +13,13 @@ mod agent_object;
 mod convert;
 mod do_sql;
 mod objects;
+mod request_log;
 mod settings;
 mod snapshots;
 mod town_object;
 mod transaction;
 
+use request_log::Answered;
 use stasis_api::{Api, ApiError, Reply};
 use worker::{Context, Env, Request, Response, Result, event};
 
@@ -25,7 +27,14 @@ pub use agent_object::AgentObject;
 pub use town_object::TownObject;
 
 #[event(fetch)]
-async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
+async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+    let head = convert::head_of(&req)?;
+    let entry = request_log::Entry::start(&head);
+    entry.finish(serve(req, env, &head).await)
+}
+
+/// Answers one request through the API.
+async fn serve(mut req: Request, env: Env, head: &http::request::Parts) -> Result<Answered> {
     let keys = match settings::keys(&env) {
         Ok(Some(keys)) => keys,
         Ok(None) => {
@@ -38,22 +47,21 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Err(err) => return not_configured(format!("this worker's keys are refused: {err}")),
     };
     let api = Api::new(objects::EdgeObjects::new(env.clone()), Some(keys));
-    let head = convert::head_of(&req)?;
-    let admitted = match api.admit(&head) {
+    let admitted = match api.admit(head) {
         Ok(admitted) => admitted,
-        Err(err) => return convert::to_worker(err.into_response()),
+        Err(err) => return Answered::full(err.into_response()),
     };
     if admitted.streams_body() {
         let mut chunks = convert::body_chunks(&mut req)?;
         let body = convert::limited(&mut chunks, &admitted);
         let answer = api.handle_streamed(admitted, body).await;
         convert::drain(&mut chunks).await;
-        return reply(&api, answer, &head).await;
+        return reply(&api, answer, head).await;
     }
     let Some(body) = convert::read_body(&mut req, admitted.body_limit()).await? else {
-        return convert::to_worker(admitted.body_too_large().into_response());
+        return Answered::full(admitted.body_too_large().into_response());
     };
-    reply(&api, api.handle(admitted, body.into()).await, &head).await
+    reply(&api, api.handle(admitted, body.into()).await, head).await
 }
 
 /// The API's reply as the worker's response: whole, a live tail served by
@@ -62,19 +70,29 @@ async fn reply(
     api: &Api<objects::EdgeObjects>,
     reply: Reply,
     head: &http::request::Parts,
-) -> Result<Response> {
+) -> Result<Answered> {
+    let objects = api.objects().clone();
     match reply {
-        Reply::Full(response) => convert::to_worker(response),
-        Reply::Stream(tail) => api.objects().open_tail(&tail).await,
-        Reply::Export(export) => convert::export_response(api.objects().clone(), export, head),
-        Reply::Snapshot(download) => {
-            convert::snapshot_response(api.objects().clone(), download, head)
+        Reply::Full(response) => Answered::full(response),
+        Reply::Stream(tail) => Ok(Answered::streamed(api.objects().open_tail(&tail).await?)),
+        Reply::Export(export) => {
+            convert::export_response(objects, export, head).map(Answered::streamed)
         }
+        Reply::Snapshot(download) => {
+            convert::snapshot_response(objects, download, head).map(Answered::streamed)
+        }
+        Reply::Metrics => Answered::full(
+            stasis_api::metrics_not_served(
+                "the worker's requests, errors and logs are in Workers observability \
+                 (wrangler.toml [observability]; README, \"Operating\")",
+            )
+            .into_response(),
+        ),
     }
 }
 
 /// 503 `not_configured`: the worker serves nothing until its keys are set.
-fn not_configured(message: String) -> Result<Response> {
+fn not_configured(message: String) -> Result<Answered> {
     let refusal = ApiError::new(
         http::StatusCode::SERVICE_UNAVAILABLE,
         "not_configured",
@@ -82,5 +100,5 @@ fn not_configured(message: String) -> Result<Response> {
     )
     .with("retry_after", 60)
     .with_header(http::header::RETRY_AFTER, "60");
-    convert::to_worker(refusal.into_response())
+    Answered::full(refusal.into_response())
 }

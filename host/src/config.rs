@@ -56,6 +56,8 @@ pub struct ServerLimits {
     /// The most bytes an import's body may carry (it is streamed, so this
     /// bounds transfer, not memory).
     pub max_import_bytes: u64,
+    /// How long requests in flight get to finish after SIGTERM or SIGINT.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServerLimits {
@@ -67,6 +69,7 @@ impl Default for ServerLimits {
             body_window: Duration::from_secs(15),
             max_connections: 1024,
             max_import_bytes: stasis_api::DEFAULT_IMPORT_LIMIT,
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }

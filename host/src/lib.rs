@@ -8,8 +8,10 @@
 //!   atomic, group-committed) and the [`stasis_api::Objects`] port over them.
 //! - [`server`]: HTTP in, `stasis_api::Api` calls, HTTP out.
 //! - [`config`]: settings, the secret, and what defaults to what.
+//! - [`metrics`]: what `GET /metrics` serves.
 
 pub mod config;
+pub mod metrics;
 pub mod panics;
 pub mod runtime;
 pub mod server;

@@ -99,14 +99,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn serve(args: serve_args::ServeArgs) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("STASIS_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    init_log(args.log_format);
     let config = args.into_config()?;
     config.check()?;
     let runtime = stasis_host::runtime::async_runtime().context("starting the async runtime")?;
@@ -115,6 +108,22 @@ fn serve(args: serve_args::ServeArgs) -> anyhow::Result<()> {
     // need not be waited for.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     served
+}
+
+/// Logs to stderr, filtered by `STASIS_LOG` (default `info`), as text or
+/// as one JSON object a line.
+fn init_log(format: serve_args::LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("STASIS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        serve_args::LogFormat::Json => builder.json().flatten_event(true).init(),
+        serve_args::LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+    }
 }
 
 fn token(args: TokenArgs) -> anyhow::Result<()> {

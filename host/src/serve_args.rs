@@ -1,7 +1,7 @@
 //! The flags of `stasis serve`, each with its environment variable.
 
 use crate::SecretArgs;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use stasis_host::config::{self, ObjectLimits, ServeConfig, ServerLimits};
 use std::{net::SocketAddr, path::PathBuf};
 
@@ -32,10 +32,23 @@ pub struct ServeArgs {
     /// kept (an upload in progress) before they are collected.
     #[arg(long, env = "STASIS_SNAPSHOT_PENDING_TTL", default_value = "1h")]
     snapshot_pending_ttl: humantime::Duration,
+    /// How log lines are written: `text` for people, `json` (one object
+    /// a line) for a log pipeline.
+    #[arg(long, env = "STASIS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     #[command(flatten)]
     limits: LimitArgs,
     #[command(flatten)]
     secret: SecretArgs,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// `tracing`'s readable lines.
+    Text,
+    /// One JSON object a line, the event's fields at its top level.
+    Json,
 }
 
 /// Timeouts and caps; durations are written like `15s`, `500ms` or `2m`.
@@ -62,6 +75,10 @@ struct LimitArgs {
     /// contract allows fits); the body is streamed, so memory stays small.
     #[arg(long, env = "STASIS_MAX_IMPORT_BYTES", default_value_t = ServerLimits::default().max_import_bytes)]
     max_import_bytes: u64,
+    /// After SIGTERM or SIGINT, how long requests in flight get to finish
+    /// (live tails end at once) before the process exits.
+    #[arg(long, env = "STASIS_SHUTDOWN_GRACE", default_value_t = ServerLimits::default().shutdown_grace.into())]
+    shutdown_grace: humantime::Duration,
     /// Objects (agents and towns) kept open at once; past it the least
     /// recently used idle ones are closed.
     #[arg(long, env = "STASIS_MAX_OPEN_OBJECTS", default_value_t = ObjectLimits::default().max_open)]
@@ -91,6 +108,7 @@ impl ServeArgs {
                 body_window: limits.body_rate_window.into(),
                 max_connections: limits.max_connections,
                 max_import_bytes: limits.max_import_bytes,
+                shutdown_grace: limits.shutdown_grace.into(),
             },
             objects: ObjectLimits {
                 max_open: limits.max_open_objects,

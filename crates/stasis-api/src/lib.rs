@@ -37,7 +37,9 @@ mod mayor_http;
 mod objects;
 mod query;
 pub mod reply;
+pub mod request_log;
 pub mod route;
+pub mod route_template;
 mod routes;
 pub mod snapshot;
 mod snapshot_delta;
@@ -49,6 +51,7 @@ pub mod ui;
 pub use body_rules::DEFAULT_IMPORT_LIMIT;
 pub use error::{ApiError, ErrorLog};
 pub use objects::{Objects, Snapshots};
+pub use snapshot_delta::ChunkCheck;
 
 use auth::{Caller, KeyRing};
 use bytes::Bytes;
@@ -85,6 +88,11 @@ impl Admitted {
         body_rules::too_large(&self.endpoint, &self.method, self.body_limit)
     }
 
+    /// The endpoint the request names.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
     /// Whether the runtime should hand the body over as a stream
     /// ([`Api::handle_streamed`]) rather than read it whole: an import's
     /// body may be far larger than memory.
@@ -111,6 +119,9 @@ pub enum Reply {
     /// A snapshot's bytes, assembled from its chunks as they are read; see
     /// [`snapshot::stream`] and [`snapshot::Download::head`].
     Snapshot(Box<snapshot::Download>),
+    /// `GET /metrics`, admitted: the runtime renders its own metrics, or
+    /// answers [`metrics_not_served`].
+    Metrics,
 }
 
 impl<O: Objects + Snapshots> Api<O> {
@@ -234,9 +245,15 @@ impl<O: Objects + Snapshots> Api<O> {
     }
 }
 
-/// Refuses (403) what the token may not do on `endpoint`: another town, or
-/// a write with a read-only token.
+/// Refuses (403) what the token may not do on `endpoint`: another town, a
+/// write with a read-only token, or the metrics without an admin token.
 fn permit(caller: &Caller, endpoint: &Endpoint, method: &Method) -> Result<(), ApiError> {
+    if *endpoint == Endpoint::Metrics && caller.grant.scope != auth::Scope::Admin {
+        return Err(auth::forbidden(
+            "admin_only",
+            "the metrics need an admin token (a read-only one will do)",
+        ));
+    }
     if let Some(town) = endpoint.town()
         && !caller.grant.scope.allows_town(town)
     {
@@ -252,6 +269,16 @@ fn permit(caller: &Caller, endpoint: &Endpoint, method: &Method) -> Result<(), A
         ));
     }
     Ok(())
+}
+
+/// The 404 of a runtime that serves no `/metrics` (the edge: its signals
+/// are in Workers observability).
+pub fn metrics_not_served(where_instead: &str) -> ApiError {
+    ApiError::new(
+        http::StatusCode::NOT_FOUND,
+        "metrics_not_served",
+        format!("this runtime serves no /metrics; {where_instead}"),
+    )
 }
 
 /// The head of an export's response (its body is [`export::stream`]).

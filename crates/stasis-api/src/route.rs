@@ -11,6 +11,8 @@ pub enum Endpoint {
     Health,
     /// `GET /livez`: liveness (the process answers; storage untouched).
     Live,
+    /// `GET /metrics`: the runtime's metrics (Prometheus text on the host).
+    Metrics,
     /// `POST /api/token/refresh`: a fresh token like the one presented.
     RefreshToken,
     /// `GET /ui...`: the operator page's files.
@@ -110,7 +112,11 @@ impl Endpoint {
     /// The town whose scope this endpoint needs, if any.
     pub fn town(&self) -> Option<&str> {
         match self {
-            Endpoint::Health | Endpoint::Live | Endpoint::RefreshToken | Endpoint::Ui(_) => None,
+            Endpoint::Health
+            | Endpoint::Live
+            | Endpoint::Metrics
+            | Endpoint::RefreshToken
+            | Endpoint::Ui(_) => None,
             Endpoint::Town(town, _) => Some(town),
             Endpoint::Agent(key, _) => Some(&key.town),
         }
@@ -129,7 +135,9 @@ impl Endpoint {
 
     fn allowed_methods(&self) -> &'static [Method] {
         match self {
-            Endpoint::Health | Endpoint::Live | Endpoint::Ui(_) => &[Method::GET],
+            Endpoint::Health | Endpoint::Live | Endpoint::Metrics | Endpoint::Ui(_) => {
+                &[Method::GET]
+            }
             Endpoint::RefreshToken => &[Method::POST],
             Endpoint::Town(_, endpoint) => endpoint.allowed_methods(),
             Endpoint::Agent(_, endpoint) => endpoint.allowed_methods(),
@@ -162,11 +170,12 @@ pub fn resolve(raw_path: &str, method: &Method) -> Result<Endpoint, ApiError> {
 }
 
 /// The endpoint a path's shape names, with its ids not yet validated.
-fn shape(segments: &[&str]) -> Option<Endpoint> {
+pub(crate) fn shape(segments: &[&str]) -> Option<Endpoint> {
     let owned = |s: &str| s.to_owned();
     Some(match segments {
         ["healthz"] => Endpoint::Health,
         ["livez"] => Endpoint::Live,
+        ["metrics"] => Endpoint::Metrics,
         ["api", "token", "refresh"] => Endpoint::RefreshToken,
         ["ui", rest @ ..] => Endpoint::Ui(crate::ui::asset(rest)?),
         ["api", "towns", town, rest @ ..] => match rest {
@@ -223,7 +232,11 @@ fn agent_endpoint(rest: &[&str]) -> Option<AgentEndpoint> {
 fn check_ids(endpoint: &Endpoint) -> Result<(), ApiError> {
     let check = |what: &str, id: &str| ids::check_id(what, id).map(drop).map_err(ApiError::from);
     match endpoint {
-        Endpoint::Health | Endpoint::Live | Endpoint::RefreshToken | Endpoint::Ui(_) => Ok(()),
+        Endpoint::Health
+        | Endpoint::Live
+        | Endpoint::Metrics
+        | Endpoint::RefreshToken
+        | Endpoint::Ui(_) => Ok(()),
         Endpoint::Town(town, _) => check("town", town),
         Endpoint::Agent(key, endpoint) => {
             AgentKey::new(&key.town, &key.rig, &key.agent).map_err(ApiError::from)?;
@@ -258,7 +271,7 @@ fn check_chunk_name(chunk: &str) -> Result<(), ApiError> {
 /// that does not decode to UTF-8 is kept as written: its `%` makes it no
 /// route's fixed segment and no valid id, so the shape and the method are
 /// judged before it is refused as an id (the documented order).
-fn decode_segments(raw_path: &str) -> Vec<String> {
+pub(crate) fn decode_segments(raw_path: &str) -> Vec<String> {
     let trimmed = raw_path.strip_prefix('/').unwrap_or(raw_path);
     let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
     trimmed

@@ -37,6 +37,17 @@ struct MissingReply {
     missing: Vec<String>,
 }
 
+/// What a `POST /db-snapshot/missing` found, in its response's extensions
+/// (for the runtime's metrics): hashes asked about, and how many of them
+/// the agent lacked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkCheck {
+    /// Hashes the request listed.
+    pub asked: usize,
+    /// Hashes the agent lacked (to be uploaded).
+    pub missing: usize,
+}
+
 /// `POST /db-snapshot/missing`.
 pub async fn missing(
     objects: &impl Snapshots,
@@ -54,6 +65,7 @@ pub async fn missing(
             "chunks: {bad:?} is not a sha256 (64 hex digits)"
         )));
     }
+    let asked = request.chunks.len();
     let chunks = request
         .chunks
         .into_iter()
@@ -61,7 +73,13 @@ pub async fn missing(
         .collect();
     let object = objects.snapshot_object(key);
     let missing = chunk_saga::missing(&object, chunks, objects.snapshot_pending_ttl_ms()).await?;
-    Ok(reply::json(StatusCode::OK, &MissingReply { missing }))
+    let check = ChunkCheck {
+        asked,
+        missing: missing.len(),
+    };
+    let mut response = reply::json(StatusCode::OK, &MissingReply { missing });
+    response.extensions_mut().insert(check);
+    Ok(response)
 }
 
 #[derive(Serialize)]

@@ -7,6 +7,7 @@ pub mod event_log_calls;
 pub mod guest_state;
 pub mod kv_folder;
 pub mod object;
+mod object_metrics;
 pub mod objects;
 pub mod open_objects;
 pub mod readiness;

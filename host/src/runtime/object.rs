@@ -20,8 +20,9 @@ use super::{
     event_log_calls,
     guest_state::GuestState,
     kv_folder::KvFolder,
-    session_calls,
+    object_metrics, session_calls,
 };
+use crate::metrics::Metrics;
 use rusqlite::Connection;
 use stasis_domain::{
     DomainError,
@@ -79,11 +80,18 @@ pub struct Object {
     kv: Arc<KvFolder>,
     queue: Mutex<Queue>,
     last_seq: watch::Sender<u64>,
+    metrics: Arc<Metrics>,
 }
 
 impl Object {
     /// An object whose database lives at `path` (opened on first use).
-    pub fn new(kind: ObjectKind, path: PathBuf, durability: Durability, kv: Arc<KvFolder>) -> Self {
+    pub fn new(
+        kind: ObjectKind,
+        path: PathBuf,
+        durability: Durability,
+        kv: Arc<KvFolder>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         Self {
             kind,
             path,
@@ -91,6 +99,7 @@ impl Object {
             kv,
             queue: Mutex::new(Queue::default()),
             last_seq: watch::Sender::new(0),
+            metrics,
         }
     }
 
@@ -117,6 +126,10 @@ impl Object {
                 fence,
                 reply,
             });
+            self.metrics
+                .queue_depth
+                .get_or_create(&crate::metrics::kind(object_metrics::kind_label(self.kind)))
+                .observe(queue.jobs.len() as f64);
             !std::mem::replace(&mut queue.draining, true)
         };
         if start_worker {
@@ -234,7 +247,12 @@ impl Object {
             };
             results.push(result);
         }
+        let commit_started = std::time::Instant::now();
         let committed = began.and_then(|()| finish(store.data().connection(), Ok(())));
+        if committed.is_ok() {
+            let commit = commit_started.elapsed();
+            object_metrics::group_committed(&self.metrics, self.kind, jobs.len(), commit);
+        }
         // KV deletes wait for the commit: until then the metadata that the
         // database would return to after a crash may still name those keys.
         let deletes = store.data_mut().take_deferred_deletes();
@@ -256,6 +274,7 @@ impl Object {
             if let Ok(ObjectAnswer::Agent(AgentReply::Appended(outcome))) = &result {
                 newest = newest.max(Some(outcome.last_seq));
             }
+            object_metrics::answered(&self.metrics, &self.path, &result);
             let _ = job.reply.send(result);
         }
         if let Some(seq) = newest {

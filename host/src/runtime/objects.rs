@@ -9,7 +9,7 @@ use super::{
     readiness::Readiness,
     snapshot_ports::{HostAgentObject, HostBlobs},
 };
-use crate::config::ServeConfig;
+use crate::{config::ServeConfig, metrics::Metrics};
 use stasis_api::{Objects, Snapshots};
 use stasis_domain::{
     DomainError,
@@ -45,6 +45,7 @@ struct Inner {
     kv: Arc<KvFolder>,
     open: OpenObjects,
     readiness: Readiness,
+    metrics: Arc<Metrics>,
 }
 
 impl HostObjects {
@@ -65,9 +66,15 @@ impl HostObjects {
                 kv: Arc::new(kv),
                 open: OpenObjects::new(config.objects.clone()),
                 readiness: Readiness::new(config.data_dir.clone(), config.durability),
+                metrics: Arc::new(Metrics::new()),
             }),
             fence: None,
         }
+    }
+
+    /// The host's metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.inner.metrics
     }
 
     /// Closes unused objects now and then, for as long as this pool lives.
@@ -122,6 +129,7 @@ impl HostObjects {
             path,
             self.inner.durability,
             Arc::clone(&self.inner.kv),
+            Arc::clone(&self.inner.metrics),
         )
     }
 

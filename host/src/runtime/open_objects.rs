@@ -176,6 +176,7 @@ mod tests {
             "/nonexistent/t.sqlite".into(),
             Durability::Os,
             kv,
+            Arc::default(),
         )
     }
 

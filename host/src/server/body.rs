@@ -101,6 +101,11 @@ impl Chunks {
         }
     }
 
+    /// Body bytes received so far.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
     /// Reads and drops what a refusal left of the body (up to
     /// [`IMPORT_DISCARD`] bytes, within [`IMPORT_DISCARD_TIME`]), so that a
     /// client still sending its import reads the refusal rather than a

@@ -10,12 +10,14 @@
 //!   arrive slower than a minimum rate;
 //! - [`respond`]: request ids, a panic turned into a 500, and every 5xx
 //!   logged with its cause;
+//! - [`exchange`]: each request's metrics and its log line;
 //! - [`open_files`]: the open-file limit, raised at start.
 
 mod accept;
 mod body;
 mod clock;
 mod connection;
+mod exchange;
 mod log_throttle;
 mod open_files;
 mod respond;
@@ -26,16 +28,25 @@ use crate::{
 };
 use anyhow::Context;
 use stasis_api::Api;
-use std::{sync::Arc, time::Duration};
-use tokio::net::TcpListener;
+use std::{future::Future, sync::Arc};
+use tokio::{net::TcpListener, sync::watch};
 
-/// How long in-flight requests get to finish after SIGTERM/SIGINT.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-/// What every connection shares: the API and the limits it serves under.
+/// What every connection shares: the API, the limits it serves under, and
+/// whether the server is shutting down.
 pub(crate) struct Site {
     api: Arc<Api<HostObjects>>,
     limits: ServerLimits,
+    shutdown: watch::Sender<bool>,
+}
+
+impl Site {
+    /// Resolves once shutdown has begun (live tails then end).
+    fn shutting_down(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut shutdown = self.shutdown.subscribe();
+        async move {
+            let _ = shutdown.wait_for(|down| *down).await;
+        }
+    }
 }
 
 /// Opens the data folder, loads the components and serves until a signal.
@@ -82,22 +93,31 @@ pub fn build_api(config: &ServeConfig) -> anyhow::Result<Arc<Api<HostObjects>>> 
     Ok(Arc::new(api))
 }
 
-/// Accepts connections until SIGTERM or SIGINT, then drains for a moment.
+/// Accepts connections until SIGTERM or SIGINT. Then it stops accepting
+/// (the listener closes, so new connections are refused), ends the live
+/// tails cleanly (a client resumes from its cursor elsewhere or later),
+/// and lets requests in flight finish within `limits.shutdown_grace`.
 pub async fn serve(
     listener: TcpListener,
     api: Arc<Api<HostObjects>>,
     limits: ServerLimits,
 ) -> anyhow::Result<()> {
     api.objects().spawn_idle_closer();
-    let site = Arc::new(Site { api, limits });
+    let grace = limits.shutdown_grace;
+    let site = Arc::new(Site {
+        api,
+        limits,
+        shutdown: watch::Sender::new(false),
+    });
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    accept::accept_until(listener, site, &graceful, shutdown_signal()).await;
-    tracing::info!("shutting down");
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::info!("open streams did not finish within the grace period");
+    accept::accept_until(listener, Arc::clone(&site), &graceful, shutdown_signal()).await;
+    tracing::info!(grace = %humantime::format_duration(grace), "shutting down: no new connections; live tails end; requests in flight may finish");
+    site.shutdown.send_replace(true);
+    match tokio::time::timeout(grace, graceful.shutdown()).await {
+        Ok(()) => tracing::info!("every connection finished; exiting"),
+        Err(_) => tracing::warn!(
+            "requests were still in flight when the grace period ended; exiting without them"
+        ),
     }
     Ok(())
 }

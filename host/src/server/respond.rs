@@ -5,6 +5,7 @@
 use super::{
     Site,
     body::{self, BodyError, Chunks},
+    exchange::{Exchange, TailOpen},
 };
 use crate::config::ServerLimits;
 use bytes::Bytes;
@@ -35,15 +36,20 @@ impl std::error::Error for Cut {}
 /// Kept from the request when it is a short printable token, else made up;
 /// sent back on every response and named in every log line about it.
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-/// The longest request id kept from a client.
-const MAX_REQUEST_ID: usize = 64;
 
 /// Runs `request` and answers, whatever happens inside.
 pub async fn respond(site: &Site, request: Request<Incoming>) -> Response<Body> {
     let id = request_id(request.headers());
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let mut response = match AssertUnwindSafe(handle(site, request, &id))
+    let exchange = Exchange::start(
+        site.api.objects().metrics(),
+        id.to_str().unwrap_or("?"),
+        &method,
+        &path,
+    );
+    let mut bytes_in = 0;
+    let mut response = match AssertUnwindSafe(handle(site, request, &id, &mut bytes_in))
         .catch_unwind()
         .await
     {
@@ -58,7 +64,7 @@ pub async fn respond(site: &Site, request: Request<Incoming>) -> Response<Body> 
     };
     log_server_error(&response, &id, &method, &path);
     response.headers_mut().insert(REQUEST_ID, id);
-    response
+    exchange.respond(response, bytes_in)
 }
 
 /// The 503 for a connection over the cap.
@@ -80,7 +86,13 @@ pub fn over_capacity<B>(request: &Request<B>, max_connections: usize) -> Respons
     response
 }
 
-async fn handle(site: &Site, request: Request<Incoming>, id: &HeaderValue) -> Response<Body> {
+/// Answers `request`, counting the body bytes it reads into `bytes_in`.
+async fn handle(
+    site: &Site,
+    request: Request<Incoming>,
+    id: &HeaderValue,
+    bytes_in: &mut u64,
+) -> Response<Body> {
     let api = &site.api;
     let (head, incoming) = request.into_parts();
     let admitted = match api.admit(&head) {
@@ -95,6 +107,7 @@ async fn handle(site: &Site, request: Request<Incoming>, id: &HeaderValue) -> Re
         let mut body = Chunks::new(incoming, limit, &site.limits);
         let stream = chunks(&mut body, &admitted, &site.limits);
         let reply = api.handle_streamed(admitted, stream).await;
+        *bytes_in = body.received();
         body.discard_rest().await;
         return respond_with(site, reply, id, head.uri.path());
     }
@@ -107,6 +120,7 @@ async fn handle(site: &Site, request: Request<Incoming>, id: &HeaderValue) -> Re
             return full(err.into_response());
         }
     };
+    *bytes_in = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     let reply = api.handle(admitted, bytes).await;
     respond_with(site, reply, id, head.uri.path())
 }
@@ -116,9 +130,15 @@ fn respond_with(site: &Site, reply: Reply, id: &HeaderValue, path: &str) -> Resp
     let objects = site.api.objects().clone();
     match reply {
         Reply::Full(response) => full(response),
+        Reply::Metrics => metrics(site),
         Reply::Stream(tail) => {
+            let open = TailOpen::new(site.api.objects().metrics());
             let frames = stasis_api::sse::stream(objects, tail)
-                .map(|chunk| Ok::<_, Cut>(Frame::data(chunk)));
+                .take_until(site.shutting_down())
+                .map(move |chunk| {
+                    let _open = &open;
+                    Ok::<_, Cut>(Frame::data(chunk))
+                });
             let (parts, ()) = stasis_api::event_stream_head().into_parts();
             Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
         }
@@ -161,6 +181,23 @@ fn respond_with(site: &Site, reply: Reply, id: &HeaderValue, path: &str) -> Resp
     }
 }
 
+/// `GET /metrics`, admitted: the host's metrics as OpenMetrics text.
+fn metrics(site: &Site) -> Response<Body> {
+    match site.api.objects().metrics().render() {
+        Ok(text) => {
+            let mut response = Response::new(Bytes::from(text));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+            );
+            full(response)
+        }
+        Err(err) => {
+            full(ApiError::internal(format!("rendering the metrics failed: {err}")).into_response())
+        }
+    }
+}
+
 /// An import's body as the API takes it: chunks, or the refusal a failed
 /// read answers (413 past the limit, 408 too slow, 400 broken off).
 fn chunks<'a>(
@@ -192,18 +229,14 @@ fn chunks<'a>(
     })
 }
 
-/// The client's `X-Request-Id` when it is 1 to 64 visible ASCII
-/// characters (so it cannot forge log lines), else 16 random hex digits.
+/// The client's `X-Request-Id` when it is kept
+/// ([`stasis_api::request_log::client_request_id`]), else 16 random hex
+/// digits.
 fn request_id(headers: &HeaderMap) -> HeaderValue {
-    let given = headers.get(&REQUEST_ID).filter(|value| {
-        let bytes = value.as_bytes();
-        (1..=MAX_REQUEST_ID).contains(&bytes.len()) && bytes.iter().all(u8::is_ascii_graphic)
-    });
-    match given {
-        Some(value) => value.clone(),
-        None => HeaderValue::from_str(&format!("{:016x}", fastrand::u64(..)))
-            .unwrap_or(HeaderValue::from_static("unknown")),
-    }
+    stasis_api::request_log::client_request_id(headers)
+        .and_then(|given| HeaderValue::from_str(given).ok())
+        .or_else(|| HeaderValue::from_str(&format!("{:016x}", fastrand::u64(..))).ok())
+        .unwrap_or(HeaderValue::from_static("unknown"))
 }
 
 /// Logs a 5xx with the cause its [`ErrorLog`] carries (never sent to the

@@ -52,6 +52,8 @@ pub enum Kind {
     Heartbeat,
     /// `POST /container-token` or `/api/token/refresh`: mints, changes nothing.
     Mint,
+    /// `GET /metrics`: reads, with an admin token only.
+    AdminRead,
 }
 
 /// One endpoint, as a cell sends it.
@@ -177,6 +179,14 @@ impl Fixture {
                 200,
             ),
             case("POST", "/api/token/refresh".into(), None, Kind::Mint, 200),
+            // The edge serves no metrics (README, "Operating").
+            case(
+                "GET",
+                "/metrics".into(),
+                None,
+                Kind::AdminRead,
+                if crate::on_edge() { 404 } else { 200 },
+            ),
             write("PUT", a(""), json!({"role": "mayor"}), 200),
             write("DELETE", a(""), Value::Null, 204),
             write(
@@ -275,6 +285,8 @@ impl Credential {
             (Credential::Expired, _) => Some((401, "unauthorized", "expired")),
             (Credential::UnknownKey, _) => Some((401, "unauthorized", "unknown_key")),
             (Credential::BadSignature, _) => Some((401, "unauthorized", "bad_signature")),
+            (Credential::Admin, Kind::AdminRead) => None,
+            (_, Kind::AdminRead) => Some((403, "forbidden", "admin_only")),
             (Credential::OtherTown, _) if !refresh => Some((403, "forbidden", "other_town")),
             (Credential::ReadOnly, Kind::Write | Kind::Heartbeat) => {
                 Some((403, "forbidden", "read_only"))
@@ -298,7 +310,8 @@ pub fn run_row(credential: Credential) {
         let refused = credential.refusal(case.kind, &case.path);
         refused_cells += usize::from(refused.is_some());
         let fenced_beat = credential == Credential::Superseded && case.kind == Kind::Heartbeat;
-        if refused.is_some() || case.kind == Kind::Read || fenced_beat {
+        let reads = matches!(case.kind, Kind::Read | Kind::AdminRead);
+        if refused.is_some() || reads || fenced_beat {
             check_cell(&shared, credential, &case, refused);
         } else {
             let own = Fixture::new(&format!("matrix-{credential:?}-{index}"));
@@ -315,7 +328,7 @@ fn check_cell(
     case: &Case,
     refused: Option<(u16, &str, &str)>,
 ) {
-    let changes = case.kind != Kind::Read;
+    let changes = !matches!(case.kind, Kind::Read | Kind::AdminRead);
     let before = (refused.is_some() || credential == Credential::Superseded) && changes;
     let before = before.then(|| fixture.state());
     let reply = send(fixture, credential, case);
