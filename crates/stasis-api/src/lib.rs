@@ -41,6 +41,7 @@ pub mod route;
 mod routes;
 pub mod snapshot;
 mod snapshot_delta;
+pub mod snapshot_ranges;
 pub mod sse;
 mod token_http;
 mod town_http;
