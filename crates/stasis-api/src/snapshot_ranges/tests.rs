@@ -21,9 +21,12 @@ use std::{cell::Cell, collections::BTreeMap, rc::Rc};
 const PREFIX: &str = "t/r/a/";
 const CHUNK: usize = 64;
 
+/// The KV store's keys and values.
+type Values = Rc<BTreeMap<String, Vec<u8>>>;
+
 /// One invocation's view of the KV store: the reads it made.
 struct CountingKv {
-    values: Rc<BTreeMap<String, Vec<u8>>>,
+    values: Values,
     reads: Rc<Cell<usize>>,
 }
 
@@ -52,7 +55,7 @@ impl BlobStore for CountingKv {
 }
 
 /// A file of `chunks` chunks of distinct bytes, stored, and its plan.
-fn stored(chunks: usize) -> (Vec<u8>, Rc<BTreeMap<String, Vec<u8>>>, Plan) {
+fn stored(chunks: usize) -> (Vec<u8>, Values, Plan) {
     // Each chunk holds its own index, so that no two chunks are alike.
     let file: Vec<u8> = (0..chunks as u64)
         .flat_map(|index| index.to_le_bytes().repeat(CHUNK / 8))
@@ -83,10 +86,7 @@ fn stored(chunks: usize) -> (Vec<u8>, Rc<BTreeMap<String, Vec<u8>>>, Plan) {
 /// Reads the plan as a download does: the first piece here, the rest
 /// range by range, each range in an invocation of its own. Returns what
 /// came out (the error last, if any) and the reads of each invocation.
-fn download(
-    values: &Rc<BTreeMap<String, Vec<u8>>>,
-    plan: Plan,
-) -> (Vec<u8>, Option<DomainError>, Vec<usize>) {
+fn download(values: &Values, plan: Plan) -> (Vec<u8>, Option<DomainError>, Vec<usize>) {
     let mut reader = WholeReader::new(plan, PREFIX.to_owned());
     let here = Rc::new(Cell::new(0));
     let kv = CountingKv {
