@@ -1,7 +1,12 @@
 //! The agent's Durable Object: the domain over the object's own SQLite, and
 //! the live tails of its log.
 
-use crate::{do_sql::DoSql, objects::ObjectRequest, settings};
+use crate::{
+    do_sql::DoSql,
+    objects::{ChunkRange, ObjectRequest},
+    settings,
+    snapshots::WorkersKv,
+};
 use futures::channel::oneshot;
 use stasis_api::{Objects, sse::Tail};
 use stasis_domain::{
@@ -20,6 +25,8 @@ use worker::{DurableObject, Env, Request, Response, Result, State, durable_objec
 #[durable_object]
 pub struct AgentObject {
     core: Rc<AgentCore>,
+    /// For the KV namespace a range of chunks is read from.
+    env: Env,
 }
 
 /// What the object's handlers and its open tails share.
@@ -46,6 +53,7 @@ impl DurableObject for AgentObject {
                 max_events: settings::max_events(&env),
                 waiters: RefCell::new(Vec::new()),
             }),
+            env,
         }
     }
 
@@ -69,12 +77,27 @@ impl DurableObject for AgentObject {
                 Ok(response.with_headers(headers))
             }
             "/ready" => Response::from_json(&self.core.probe()),
+            "/chunks" => {
+                let range: ChunkRange = serde_json::from_str(&req.text().await?)?;
+                let blobs = WorkersKv::open(&self.env).map_err(storage_error)?;
+                let chunks =
+                    stasis_api::snapshot_ranges::read_chunks(blobs, range.key_prefix, range.chunks)
+                        .map(|chunk| chunk.map(Vec::from).map_err(storage_error));
+                Response::from_stream(chunks)
+            }
             other => Response::error(format!("no such object route {other}"), 404),
         }
     }
 }
 
 use futures::StreamExt as _;
+
+/// A chunk read that failed mid-range errors the stream, which cuts the
+/// worker's download; the cause goes to the log.
+fn storage_error(err: DomainError) -> worker::Error {
+    worker::console_error!("reading a range of chunks failed: {err}");
+    worker::Error::RustError(err.to_string())
+}
 
 impl AgentCore {
     /// Runs one call atomically: inside `transactionSync`, so that a refused

@@ -7,7 +7,9 @@
 //! ([`objects`]), and the agent's and the town's Durable Objects running the
 //! domain over their own SQLite ([`agent_object`], [`town_object`],
 //! [`do_sql`]). Snapshots run the domain's saga in the worker, over the
-//! agent's object and Workers KV ([`snapshots`]).
+//! agent's object and Workers KV ([`snapshots`]); a whole-file read of more
+//! chunks than one invocation's KV budget allows asks the agent's object
+//! for them range by range (its `/chunks` route), each a fresh invocation.
 
 mod agent_object;
 mod convert;

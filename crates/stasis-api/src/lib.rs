@@ -43,6 +43,7 @@ pub mod route_template;
 mod routes;
 pub mod snapshot;
 mod snapshot_delta;
+pub mod snapshot_ranges;
 pub mod sse;
 mod token_http;
 mod town_http;

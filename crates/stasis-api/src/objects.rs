@@ -1,6 +1,7 @@
 //! The port each runtime implements: how a call reaches an object.
 
 use bytes::Bytes;
+use futures::{Stream, future::Either};
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply},
@@ -100,6 +101,28 @@ pub trait Snapshots {
     /// in progress.
     fn snapshot_pending_ttl_ms(&self) -> i64 {
         snapshot::PENDING_CHUNK_TTL_MS
+    }
+
+    /// The most chunks one invocation may read: a whole-file read of more
+    /// goes range by range through [`Self::snapshot_range`]. `None` (the
+    /// default): no such budget, the file is read in this invocation.
+    fn snapshot_range_chunks(&self) -> Option<usize> {
+        None
+    }
+
+    /// Reads `chunks` of the agent's store, each verified, in order. The
+    /// default reads them here; the edge reads them in a fresh invocation
+    /// (a request to the agent's Durable Object) with its own KV budget.
+    fn snapshot_range(
+        &self,
+        key: &AgentKey,
+        chunks: Vec<String>,
+    ) -> impl Stream<Item = Result<Bytes, DomainError>> + use<Self> {
+        let prefix = snapshot::key_prefix(key);
+        match self.snapshot_blobs() {
+            Ok(blobs) => Either::Left(crate::snapshot_ranges::read_chunks(blobs, prefix, chunks)),
+            Err(err) => Either::Right(futures::stream::once(std::future::ready(Err(err)))),
+        }
     }
 
     /// The current snapshot, with its verified bytes when `with_bytes`

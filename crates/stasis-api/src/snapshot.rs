@@ -5,7 +5,7 @@
 
 use crate::{Objects, Reply, Snapshots, error::ApiError, reply};
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, future::Either};
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use stasis_domain::{
     DomainError, Refusal,
@@ -95,6 +95,7 @@ async fn put_request<O: Objects + Snapshots>(
 /// A whole-file GET whose head and first piece are read: the runtime
 /// streams the rest with [`stream`].
 pub struct Download {
+    key: AgentKey,
     head: Response<()>,
     first: Option<Vec<u8>>,
     reader: WholeReader,
@@ -153,6 +154,7 @@ pub async fn get<O: Snapshots>(
         return Ok(Reply::Full(head.map(|()| bytes)));
     }
     Ok(Reply::Snapshot(Box::new(Download {
+        key: key.clone(),
         head,
         first,
         reader,
@@ -162,12 +164,46 @@ pub async fn get<O: Snapshots>(
 /// A [`Download`]'s body, piece by piece, each verified; an `Err` (bytes
 /// that fail their sha256, a chunk KV does not show) ends (cuts) it, so
 /// the client sees fewer bytes than `Content-Length`, never a whole wrong
-/// file.
+/// file. More chunks than one invocation may read are read range by range
+/// ([`crate::snapshot_ranges`]).
 pub fn stream<O: Snapshots + 'static>(
     objects: O,
     download: Box<Download>,
 ) -> impl Stream<Item = Result<Bytes, ApiError>> {
-    let Download { first, reader, .. } = *download;
+    let Download {
+        key, first, reader, ..
+    } = *download;
+    read_rest(objects, key, first, reader)
+}
+
+/// What `reader` has left after `first` (if read already), verified; more
+/// chunks than one invocation may read are read range by range
+/// ([`crate::snapshot_ranges`]). An export's snapshot is read so too.
+pub(crate) fn read_rest<O: Snapshots + 'static>(
+    objects: O,
+    key: AgentKey,
+    first: Option<Vec<u8>>,
+    reader: WholeReader,
+) -> impl Stream<Item = Result<Bytes, ApiError>> {
+    match objects.snapshot_range_chunks() {
+        Some(per_range) if reader.chunks_left() > per_range => {
+            let first = futures::stream::iter(first.map(|first| Ok(Bytes::from(first))));
+            let rest = crate::snapshot_ranges::ranged(reader, per_range, move |chunks| {
+                objects.snapshot_range(&key, chunks)
+            })
+            .map(|piece| piece.map_err(corrupt_or_other));
+            Either::Left(first.chain(rest))
+        }
+        _ => Either::Right(pieces_here(objects, first, reader)),
+    }
+}
+
+/// The pieces read one after the other in this invocation.
+fn pieces_here<O: Snapshots + 'static>(
+    objects: O,
+    first: Option<Vec<u8>>,
+    reader: WholeReader,
+) -> impl Stream<Item = Result<Bytes, ApiError>> {
     futures::stream::try_unfold(
         (objects, first, reader),
         |(objects, first, mut reader)| async move {

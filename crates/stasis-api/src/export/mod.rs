@@ -26,9 +26,8 @@ mod snapshot_part;
 
 use crate::{Objects, Snapshots, agent_http::state, error::ApiError};
 use bytes::Bytes;
-use futures::Stream;
+use futures::{Stream, TryStreamExt as _, future::Either};
 use render::{Render, events_page};
-use snapshot_part::SnapshotPart;
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply},
@@ -68,8 +67,16 @@ enum Part {
     Events(u64),
     Memory(Option<String>),
     Snapshot,
-    SnapshotBytes(Box<SnapshotPart>),
+    SnapshotBytes(Box<WholeReader>),
+    CloseSnapshot,
     Done,
+}
+
+/// What the exporter hands out next: text, or the snapshot's bytes to
+/// read (and encode) as they stream.
+enum Step {
+    Text(Bytes),
+    Snapshot(Box<WholeReader>),
 }
 
 struct Exporter<O> {
@@ -82,23 +89,31 @@ struct Exporter<O> {
 /// The manifest's body, chunk by chunk; an `Err` ends (cuts) it.
 pub fn stream<O>(objects: O, export: Export) -> impl Stream<Item = Result<Bytes, ApiError>>
 where
-    O: Objects + Snapshots + 'static,
+    O: Objects + Snapshots + Clone + 'static,
 {
+    let key = export.key.clone();
     let exporter = Exporter {
-        objects,
+        objects: objects.clone(),
         export,
         part: Part::Open,
         render: Render::default(),
     };
     futures::stream::try_unfold(exporter, |mut exporter| async move {
-        let chunk = exporter.next_chunk().await?;
-        Ok(chunk.map(|chunk| (chunk, exporter)))
+        let step = exporter.next_step().await?;
+        Ok::<_, ApiError>(step.map(|step| (step, exporter)))
     })
+    .map_ok(move |step| match step {
+        Step::Text(text) => Either::Left(futures::stream::once(std::future::ready(Ok(text)))),
+        Step::Snapshot(reader) => Either::Right(snapshot_part::encoded(
+            crate::snapshot::read_rest(objects.clone(), key.clone(), None, *reader),
+        )),
+    })
+    .try_flatten()
 }
 
 impl<O: Objects + Snapshots> Exporter<O> {
     /// The next piece of the body; `None` once it is whole.
-    async fn next_chunk(&mut self) -> Result<Option<Bytes>, ApiError> {
+    async fn next_step(&mut self) -> Result<Option<Step>, ApiError> {
         let part = std::mem::replace(&mut self.part, Part::Done);
         let (chunk, next) = match part {
             Part::Open => (self.render.open(&self.export.head)?, Part::Sessions(None)),
@@ -106,18 +121,15 @@ impl<O: Objects + Snapshots> Exporter<O> {
             Part::Events(after) => self.events(after).await?,
             Part::Memory(after) => self.memory(after).await?,
             Part::Snapshot => self.snapshot().await?,
-            Part::SnapshotBytes(mut bytes) => match bytes
-                .next_chunk(&self.objects.snapshot_blobs()?)
-                .await
-                .map_err(crate::snapshot::corrupt_or_other)?
-            {
-                Some(chunk) => (chunk, Part::SnapshotBytes(bytes)),
-                None => (Render::close_snapshot(), Part::Done),
-            },
+            Part::SnapshotBytes(reader) => {
+                self.part = Part::CloseSnapshot;
+                return Ok(Some(Step::Snapshot(reader)));
+            }
+            Part::CloseSnapshot => (Render::close_snapshot(), Part::Done),
             Part::Done => return Ok(None),
         };
         self.part = next;
-        Ok(Some(Bytes::from(chunk)))
+        Ok(Some(Step::Text(Bytes::from(chunk))))
     }
 
     async fn sessions(&mut self, after: Option<String>) -> Result<(String, Part), ApiError> {
@@ -206,10 +218,7 @@ impl<O: Objects + Snapshots> Exporter<O> {
         match chunk_saga::plan(&object, true).await? {
             Some(plan) => Ok((
                 Render::open_snapshot(&plan.meta),
-                Part::SnapshotBytes(Box::new(SnapshotPart::new(WholeReader::new(
-                    plan,
-                    snapshot::key_prefix(key),
-                )))),
+                Part::SnapshotBytes(Box::new(WholeReader::new(plan, snapshot::key_prefix(key)))),
             )),
             None => Ok((Render::no_snapshot(), Part::Done)),
         }

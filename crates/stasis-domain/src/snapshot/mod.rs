@@ -22,6 +22,7 @@ pub mod chunk_saga;
 mod chunk_table;
 mod digest;
 pub mod manifest;
+pub mod ranges;
 mod rules;
 pub mod saga;
 mod schema;

@@ -12,7 +12,7 @@ use super::{
     chunk_saga::{self, CommitRequest},
     digest::RunningHash,
     manifest::{Manifest, server_chunk_size},
-    rules,
+    ranges, rules,
     saga::{self, BlobStore, CORRUPT, SHA256_MISMATCH, SnapshotObject, fetch_visible},
 };
 use crate::DomainError;
@@ -151,6 +151,18 @@ impl WholeWriter {
     }
 }
 
+/// One chunk's bytes from KV (retried while KV does not show them yet),
+/// verified against its name.
+pub async fn read_chunk(
+    blobs: &impl BlobStore,
+    key_prefix: &str,
+    name: &str,
+) -> Result<Vec<u8>, DomainError> {
+    let bytes = fetch_visible(blobs, &chunk_key(key_prefix, name)).await?;
+    chunk_saga::verify_chunk(blobs, name, &bytes).await?;
+    Ok(bytes)
+}
+
 /// A whole-file GET in progress.
 pub struct WholeReader {
     plan: Plan,
@@ -200,9 +212,7 @@ impl WholeReader {
             ChunkSource::Chunks => match self.plan.chunks.get(self.next) {
                 None => None,
                 Some(name) => {
-                    let key = chunk_key(&self.key_prefix, name);
-                    let bytes = fetch_visible(blobs, &key).await?;
-                    chunk_saga::verify_chunk(blobs, name, &bytes).await?;
+                    let bytes = read_chunk(blobs, &self.key_prefix, name).await?;
                     self.next += 1;
                     Some(bytes)
                 }
@@ -221,6 +231,45 @@ impl WholeReader {
             self.verify_whole()?;
         }
         Ok(bytes.or_else(|| Some(Vec::new())).filter(|b| !b.is_empty()))
+    }
+
+    /// The chunks not yet read.
+    pub fn chunks_left(&self) -> usize {
+        match self.plan.source {
+            ChunkSource::Chunks if !self.done => self.plan.chunks.len().saturating_sub(self.next),
+            _ => 0,
+        }
+    }
+
+    /// Hands the chunks not yet read out as consecutive ranges of at most
+    /// `per_range` ([`ranges::ranges`]), for a runtime that reads each
+    /// range elsewhere; their bytes come back, in order, through
+    /// [`Self::accept`], and [`Self::finish`] checks the whole file.
+    pub fn take_ranges(&mut self, per_range: usize) -> Vec<Vec<String>> {
+        let total = self.next + self.chunks_left();
+        let planned = ranges::ranges(self.next, total, per_range);
+        self.next = total;
+        planned
+            .into_iter()
+            .filter_map(|range| self.plan.chunks.get(range).map(<[String]>::to_vec))
+            .collect()
+    }
+
+    /// Takes bytes of a range [`Self::take_ranges`] handed out (each chunk
+    /// verified by whoever read it).
+    pub fn accept(&mut self, bytes: &[u8]) {
+        self.whole.update(bytes);
+        self.read += u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    }
+
+    /// Checks the whole file once every range was accepted: call it before
+    /// the last piece goes out. Checks only once.
+    pub fn finish(&mut self) -> Result<(), DomainError> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        self.verify_whole()
     }
 
     /// Checks the whole file before its last piece goes out.
