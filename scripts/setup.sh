@@ -56,6 +56,15 @@ stasis_edge_tools() {
     stasis_npm_packages "$STASIS_ROOT/node_modules/.bin/wrangler"
 }
 
+# cargo-deny, which checks the three lockfiles' licenses, bans and sources
+# against deny.toml; reused when the installed version fits.
+stasis_cargo_deny() {
+    local version="0.20.2"
+    if [ "$(cargo deny --version 2>/dev/null | awk '{print $NF}')" != "$version" ]; then
+        cargo install cargo-deny --version "$version" --locked --force
+    fi
+}
+
 # npm ci when node_modules was not installed from this very lockfile, or
 # lacks the executable $1. No package runs install scripts: the Kilo CLI's
 # platform package is a plain binary, and the edge tools run without theirs.
