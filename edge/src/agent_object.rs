@@ -1,5 +1,9 @@
 //! The agent's Durable Object: the domain over the object's own SQLite, and
 //! the live tails of its log.
+#![allow(
+    missing_docs,
+    reason = "#[durable_object] generates wasm-bindgen glue without docs"
+)]
 
 use crate::{
     do_sql::DoSql,

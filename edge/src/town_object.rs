@@ -1,5 +1,9 @@
 //! The town's Durable Object: the domain's town rules over the object's own
 //! SQLite, one atomic call at a time.
+#![allow(
+    missing_docs,
+    reason = "#[durable_object] generates wasm-bindgen glue without docs"
+)]
 
 use crate::{do_sql::DoSql, objects::ObjectRequest, settings, transaction::atomically};
 use stasis_domain::town::{self, TownCall, TownEnv};
