@@ -15,7 +15,6 @@ mod bindings {
 
 use bindings::exports::stasis::objects::event_log::{
     AppendOutcome, AppendSettings, Event, Guest, NewEvent, ProducerStamp, ReadPage, ReadQuery,
-    SessionSummary,
 };
 use stasis_domain::event_log as log;
 use stasis_guest::{ImportedSql, bindings::stasis::objects::types::Error, run};
@@ -23,10 +22,6 @@ use stasis_guest::{ImportedSql, bindings::stasis::objects::types::Error, run};
 struct EventLog;
 
 impl Guest for EventLog {
-    fn init() -> Result<(), Error> {
-        run(|| stasis_domain::agent::migrate(&ImportedSql))
-    }
-
     fn append(
         events: Vec<NewEvent>,
         producer: Option<ProducerStamp>,
@@ -83,22 +78,6 @@ impl Guest for EventLog {
             first_seq: page.first_seq,
             last_seq: page.last_seq,
         })
-    }
-
-    fn sessions() -> Result<Vec<SessionSummary>, Error> {
-        let list = run(|| log::sessions(&ImportedSql))?;
-        Ok(list
-            .into_iter()
-            .map(|s| SessionSummary {
-                session_id: s.session_id,
-                status: s.status,
-                first_seq: s.first_seq,
-                last_seq: s.last_seq,
-                event_count: s.event_count,
-                created_at: s.created_at_ms,
-                updated_at: s.updated_at_ms,
-            })
-            .collect())
     }
 }
 

@@ -3,10 +3,9 @@
 use crate::{error::ApiError, query::Query, reply};
 use bytes::Bytes;
 use http::{Response, StatusCode};
-use serde::Serialize;
 use stasis_domain::{
     agent::AgentReply,
-    event_log::{AppendBatch, Event, ReadPage, ReadQuery, SessionSummary},
+    event_log::{AppendBatch, Event, ReadPage, ReadQuery},
     limits,
 };
 use std::fmt::Write as _;
@@ -44,49 +43,12 @@ pub fn render(reply: AgentReply) -> Response<Bytes> {
     match reply {
         AgentReply::Appended(outcome) => reply::json(StatusCode::OK, &outcome),
         AgentReply::Events(page) => reply::raw_json(StatusCode::OK, page_json(&page).into_bytes()),
-        AgentReply::Sessions(sessions) => reply::json(
-            StatusCode::OK,
-            &SessionsView {
-                sessions: sessions.iter().map(SessionStatsView::from).collect(),
-            },
-        ),
         AgentReply::Snapshot(_)
         | AgentReply::State(_)
         | AgentReply::Conversation(_)
         | AgentReply::DispatchContext(_) => {
             ApiError::internal("another call's answer reached the event-log renderer")
                 .into_response()
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct SessionsView<'a> {
-    sessions: Vec<SessionStatsView<'a>>,
-}
-
-/// A session as the event log knows it.
-#[derive(Serialize)]
-struct SessionStatsView<'a> {
-    session_id: &'a str,
-    status: &'a str,
-    first_seq: u64,
-    last_seq: u64,
-    event_count: u64,
-    created_at: i64,
-    updated_at: i64,
-}
-
-impl<'a> From<&'a SessionSummary> for SessionStatsView<'a> {
-    fn from(s: &'a SessionSummary) -> Self {
-        Self {
-            session_id: &s.session_id,
-            status: &s.status,
-            first_seq: s.first_seq,
-            last_seq: s.last_seq,
-            event_count: s.event_count,
-            created_at: s.created_at_ms,
-            updated_at: s.updated_at_ms,
         }
     }
 }

@@ -5,9 +5,7 @@
 //! components, the edge worker by serialising them to the agent's Durable
 //! Object, which runs [`execute`] on its own SQL.
 
-use crate::event_log::{
-    self, AppendBatch, AppendOutcome, AppendSettings, ReadPage, ReadQuery, SessionSummary,
-};
+use crate::event_log::{self, AppendBatch, AppendOutcome, AppendSettings, ReadPage, ReadQuery};
 use crate::{
     DomainError,
     agent_state::{self, StateCall, StateReply},
@@ -35,8 +33,6 @@ pub enum AgentCall {
     AppendEvents(AppendBatch),
     /// Read a page of events.
     ReadEvents(ReadQuery),
-    /// Sessions named by the log.
-    ListSessions,
     /// A step of a snapshot operation.
     Snapshot(SnapshotCall),
     /// Record, sessions, checkpoint, memory, export and import.
@@ -63,8 +59,6 @@ pub enum AgentReply {
     Appended(AppendOutcome),
     /// A page of events.
     Events(ReadPage),
-    /// Sessions, oldest first.
-    Sessions(Vec<SessionSummary>),
     /// The answer to a snapshot step.
     Snapshot(SnapshotReply),
     /// The answer to a state call.
@@ -117,7 +111,6 @@ pub fn execute(
             AgentReply::Appended(event_log::append(store, batch, &settings)?)
         }
         AgentCall::ReadEvents(query) => AgentReply::Events(event_log::read(store, query)?),
-        AgentCall::ListSessions => AgentReply::Sessions(event_log::sessions(store)?),
         AgentCall::Snapshot(call) => AgentReply::Snapshot(snapshot::execute(store, call, env)?),
         AgentCall::State(call) => AgentReply::State(agent_state::execute(store, call, env)?),
         AgentCall::Conversation { budget, session_id } => {
@@ -134,7 +127,6 @@ pub fn is_write(call: &AgentCall) -> bool {
     match call {
         AgentCall::AppendEvents(_) => true,
         AgentCall::ReadEvents(_)
-        | AgentCall::ListSessions
         | AgentCall::Conversation { .. }
         | AgentCall::DispatchContext { .. } => false,
         AgentCall::Snapshot(call) => snapshot::is_write(call),

@@ -151,7 +151,6 @@ mod tests {
         assert!(!guards_agent_call(&AgentCall::Snapshot(
             SnapshotCall::Abandon { version: 1 }
         )));
-        assert!(!guards_agent_call(&AgentCall::ListSessions));
         assert!(guards_town_call(&TownCall::PutRegistry {
             container_id: "c".into(),
             agents: Vec::new(),

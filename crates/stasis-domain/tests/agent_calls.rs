@@ -6,7 +6,7 @@
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply},
-    event_log::{AppendBatch, AppendOutcome, Event, NewEvent, ReadPage, ReadQuery, SessionSummary},
+    event_log::{AppendBatch, AppendOutcome, Event, NewEvent, ReadPage, ReadQuery},
 };
 
 fn round_trip<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(
@@ -23,21 +23,10 @@ fn every_call_survives_json() {
         NewEvent::new("t", Some("s"), r#"{"a":1}"#),
     ])));
     round_trip(AgentCall::ReadEvents(ReadQuery::after(3)));
-    round_trip(AgentCall::ListSessions);
 }
 
 #[test]
 fn every_reply_and_error_survives_json() {
-    let session = SessionSummary {
-        session_id: "s".into(),
-        status: "running".into(),
-        first_seq: 1,
-        last_seq: 2,
-        event_count: 2,
-        created_at_ms: 5,
-        updated_at_ms: 6,
-    };
-    round_trip(AgentReply::Sessions(vec![session.clone(), session]));
     round_trip(AgentReply::Appended(AppendOutcome {
         first_seq: 1,
         last_seq: 2,

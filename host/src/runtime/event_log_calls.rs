@@ -16,10 +16,7 @@ use wasmtime::Store;
 
 /// The calls the typed event-log component answers.
 pub fn answers(call: &AgentCall) -> bool {
-    matches!(
-        call,
-        AgentCall::AppendEvents(_) | AgentCall::ReadEvents(_) | AgentCall::ListSessions
-    )
+    matches!(call, AgentCall::AppendEvents(_) | AgentCall::ReadEvents(_))
 }
 
 /// Sends one call to the event-log component.
@@ -90,25 +87,6 @@ pub fn call(
                 first_seq: page.first_seq,
                 last_seq: page.last_seq,
             }))
-        }
-        AgentCall::ListSessions => {
-            let list = log
-                .call_sessions(store)
-                .map_err(trap)?
-                .map_err(from_wit_error)?;
-            Ok(AgentReply::Sessions(
-                list.into_iter()
-                    .map(|s| log::SessionSummary {
-                        session_id: s.session_id,
-                        status: s.status,
-                        first_seq: s.first_seq,
-                        last_seq: s.last_seq,
-                        event_count: s.event_count,
-                        created_at_ms: s.created_at,
-                        updated_at_ms: s.updated_at,
-                    })
-                    .collect(),
-            ))
         }
         other => Err(DomainError::Storage(format!(
             "the event-log component does not answer {other:?}"
