@@ -13,7 +13,7 @@ use stasis_domain::{
 };
 
 /// The dispatch as the API sends it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Dispatch {
     agent_id: String,
     rig_id: String,

@@ -35,6 +35,7 @@ pub mod idempotency;
 mod import;
 mod mayor_http;
 mod objects;
+mod openapi;
 mod query;
 pub mod reply;
 pub mod route;
@@ -42,12 +43,14 @@ mod routes;
 pub mod snapshot;
 mod snapshot_delta;
 pub mod sse;
+mod table;
 mod token_http;
 mod town_http;
 
 pub use body_rules::DEFAULT_IMPORT_LIMIT;
 pub use error::{ApiError, ErrorLog};
 pub use objects::{Objects, Snapshots};
+pub use openapi::document as openapi_document;
 
 use auth::{Caller, KeyRing};
 use bytes::Bytes;

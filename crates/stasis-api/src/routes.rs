@@ -35,6 +35,7 @@ pub(crate) async fn dispatch<O: Objects + Snapshots>(
             reply::raw_json(StatusCode::OK, br#"{"status":"ok"}"#.to_vec())
         }
         Endpoint::Live => reply::raw_json(StatusCode::OK, br#"{"status":"ok"}"#.to_vec()),
+        Endpoint::OpenApi => reply::raw_json(StatusCode::OK, crate::openapi::document().to_vec()),
         Endpoint::Agent(key, AgentEndpoint::Events) if method == Method::POST => {
             let batch = events::parse_append(&body)?;
             events::render(objects.agent(&key, AgentCall::AppendEvents(batch)).await?)

@@ -20,19 +20,19 @@ use serde::{Deserialize, Serialize};
 use stasis_domain::{ids, town::Standing};
 use std::time::Duration;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ContainerTokenBody {
+pub(crate) struct ContainerTokenBody {
     container_id: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RefreshBody {}
+pub(crate) struct RefreshBody {}
 
 /// A minted token and what it grants, times in ms since the epoch.
-#[derive(Serialize)]
-struct Issued<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Issued<'a> {
     token: String,
     scope: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -79,8 +79,8 @@ struct Importer<'a, O> {
 }
 
 /// The answer to a part that does not commit.
-#[derive(serde::Serialize)]
-struct PartAccepted<'a> {
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct PartAccepted<'a> {
     import_id: &'a str,
     part: u64,
     staged: ImportProgress,

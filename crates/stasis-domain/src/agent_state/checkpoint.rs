@@ -19,6 +19,7 @@ pub struct Checkpoint {
 }
 
 /// The answer to `PutCheckpoint`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointStored {
     /// The document's size in bytes.

@@ -23,6 +23,7 @@ use crate::{
 use serde::{Deserialize, Serialize};
 
 /// What an import wrote.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportSummary {
     /// Events stored.

@@ -168,6 +168,7 @@ impl AppendSettings {
 }
 
 /// The seqs a batch got.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppendOutcome {
     /// Seq of the batch's first event.

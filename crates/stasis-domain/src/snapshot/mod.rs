@@ -61,6 +61,7 @@ pub const MAX_INLINE_LIMIT: u64 = 1_999_000;
 pub const PENDING_TTL_MS: i64 = 15 * 60 * 1000;
 
 /// Where a snapshot's bytes live.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StorageKind {
@@ -81,6 +82,7 @@ impl StorageKind {
 }
 
 /// What is known of the current snapshot.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotMeta {
     /// Counts up from 1 per agent, never reused.

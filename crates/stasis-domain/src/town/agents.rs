@@ -17,6 +17,7 @@ pub const MAX_ROLE_BYTES: usize = 128;
 pub const MAX_TOWN_AGENTS: u64 = 10_000;
 
 /// Names one agent of the town.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct AgentRef {
     /// Its rig.

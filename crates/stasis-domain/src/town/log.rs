@@ -28,6 +28,7 @@ pub const REGISTRY_UPDATED: &str = "registry_updated";
 pub const MAYOR_MESSAGE: &str = "mayor_message";
 
 /// One town event.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TownEvent {
     /// Position in the town's log.
@@ -42,6 +43,7 @@ pub struct TownEvent {
 }
 
 /// One page of the town's log.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TownEventPage {
     /// The events, in seq order.

@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 pub const MAX_REGISTRY_AGENTS: u64 = 1_000;
 
 /// One agent a container runs.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegistryAgent {
     /// The agent.
@@ -32,6 +33,7 @@ pub struct RegistryAgent {
 }
 
 /// The registry as stored.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Registry {
     /// The container that put it; `None` before the first put.

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 /// the object never needs its own name). The eviction's reason is kept in
 /// the state row and in the `container_eviction` event, not shown here:
 /// the documented shape is exact.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TownState {
     /// An eviction was announced and no new container has heartbeat since.

@@ -84,6 +84,7 @@ pub enum ImportBatch {
 }
 
 /// What is staged so far.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportProgress {
     /// Parts of a multi-part import received whole.
