@@ -12,7 +12,11 @@ pub use schemas::{ErrorBody, EventPage, Health};
 
 use crate::table;
 use model::{Components, Document, Info, PathItem, SecurityScheme};
-use schemars::{SchemaGenerator, generate::Contract, generate::SchemaSettings};
+use schemars::{
+    Schema, SchemaGenerator,
+    generate::SchemaSettings,
+    transform::RecursiveTransform,
+};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
@@ -38,8 +42,8 @@ pub(crate) struct Generators {
 
 fn build() -> Document {
     let mut generators = Generators {
-        answers: generator(Contract::Serialize, false),
-        requests: generator(Contract::Deserialize, true),
+        answers: generator(true),
+        requests: generator(false),
     };
     let mut paths = BTreeMap::new();
     for route in table::routes() {
@@ -84,15 +88,29 @@ fn build() -> Document {
     }
 }
 
-fn generator(contract: Contract, inline: bool) -> SchemaGenerator {
-    SchemaSettings::draft2020_12()
-        .with(|settings| {
-            settings.definitions_path = DEFINITIONS.into();
-            settings.meta_schema = None;
-            settings.contract = contract;
-            settings.inline_subschemas = inline;
-        })
-        .into_generator()
+/// Answers: how the types serialise, kept in the components, and exact (a
+/// field no type declares is drift). Requests: what deserialises, inlined.
+fn generator(answers: bool) -> SchemaGenerator {
+    let settings = SchemaSettings::draft2020_12().with(|settings| {
+        settings.definitions_path = DEFINITIONS.into();
+        settings.meta_schema = None;
+        settings.inline_subschemas = !answers;
+    });
+    if answers {
+        settings
+            .for_serialize()
+            .with_transform(RecursiveTransform(close_object))
+            .into_generator()
+    } else {
+        settings.for_deserialize().into_generator()
+    }
+}
+
+/// An object schema that lists its properties takes no others.
+fn close_object(schema: &mut Schema) {
+    if schema.get("properties").is_some() && schema.get("additionalProperties").is_none() {
+        schema.insert("additionalProperties".to_owned(), false.into());
+    }
 }
 
 const DESCRIPTION: &str = "Durable state for AI agents in ephemeral containers. \
