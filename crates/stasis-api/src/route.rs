@@ -99,6 +99,14 @@ impl Endpoint {
         !(token_route || *method == Method::GET || *method == Method::HEAD)
     }
 
+    /// Whether `method` here is a write a container token's fence guards:
+    /// every write but a heartbeat (a superseded container's heartbeat is
+    /// answered, not refused).
+    pub fn is_fenced(&self, method: &Method) -> bool {
+        let heartbeat = matches!(self, Endpoint::Town(_, TownEndpoint::Heartbeat));
+        !heartbeat && self.is_write(method)
+    }
+
     /// The path template of its route, as `docs/http-api.md` spells it
     /// (`/api/towns/{town}/rigs/{rig}/agents/{agent}/events`): a label
     /// that does not grow with the ids a path carries.

@@ -12,11 +12,7 @@ pub use schemas::{ErrorBody, EventPage, Health};
 
 use crate::table;
 use model::{Components, Document, Info, PathItem, SecurityScheme};
-use schemars::{
-    Schema, SchemaGenerator,
-    generate::SchemaSettings,
-    transform::RecursiveTransform,
-};
+use schemars::{Schema, SchemaGenerator, generate::SchemaSettings, transform::RecursiveTransform};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 

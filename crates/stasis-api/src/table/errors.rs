@@ -30,7 +30,7 @@ impl Operation {
             add(401, &["unauthorized"]);
             add(403, &["forbidden"]);
         }
-        if !route.public && route.sample().is_write(&self.method) {
+        if !route.public && route.sample().is_fenced(&self.method) {
             add(409, &["container_fenced", "container_not_current"]);
         }
         let takes_body = matches!(self.method, Method::PUT | Method::POST);

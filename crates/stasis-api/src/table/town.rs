@@ -158,7 +158,7 @@ pub(super) static ROUTES: &[Route] = &[
                 body: Body::Json(schema::<town_http::HeartbeatView>),
                 headers: &[],
             }],
-            errors: &[(409, &["container_fenced"])],
+            errors: &[],
         }],
     },
     Route {
