@@ -1,5 +1,11 @@
 //! The agent's record, sessions, checkpoint, memory and conversation.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{
     Objects, Snapshots,
     body::{self, raw},

@@ -1,6 +1,12 @@
 //! A dispatch: what a container needs to start an agent again where it
 //! stopped.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{Objects, body::raw, error::ApiError};
 use serde::Serialize;
 use serde_json::value::RawValue;

@@ -1,5 +1,11 @@
 //! Messages for the Mayor, and explicit dispatches of one agent.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{
     Objects, body,
     dispatch::{self, Dispatch},

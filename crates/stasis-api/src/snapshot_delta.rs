@@ -2,6 +2,12 @@
 //! (`POST /missing`), a chunk's upload and read (`/chunks/{sha256}`), and
 //! the manifest's commit and read (`/manifest`).
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{
     Objects, Snapshots, body,
     error::ApiError,

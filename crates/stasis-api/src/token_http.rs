@@ -6,6 +6,12 @@
 //! read-only token gets read-only tokens, a container token only tokens
 //! for its own container.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{
     Objects,
     auth::{Caller, DEFAULT_TTL, Grant, KeyRing, Scope, Token},

@@ -1,5 +1,11 @@
 //! The town: eviction, heartbeats, the registry, its log and its agents.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{
     Objects, Snapshots, auth::Caller, body, dispatch, dispatch::Dispatch, error::ApiError,
     idempotency, query::Query, reply,

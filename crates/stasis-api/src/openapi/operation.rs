@@ -7,7 +7,7 @@ use super::{
 };
 use crate::table::{self, Body, Route};
 use schemars::{Schema, SchemaGenerator};
-use serde_json::json;
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 const JSON: &str = "application/json";
@@ -191,9 +191,17 @@ fn error_response(
     }
 }
 
-/// The shared error schema, its `error.code` narrowed to `codes`.
+/// The shared error schema, its `error.code` narrowed to `codes`:
+/// `{"properties": {"error": {"properties": {"code": {"enum": codes}}}}}`
+/// beside its `$ref`.
 fn with_codes(mut shared: Schema, codes: &[&str]) -> Schema {
-    let narrowed = json!({"error": {"properties": {"code": {"enum": codes}}}});
-    shared.insert("properties".to_owned(), narrowed);
+    let names = codes
+        .iter()
+        .map(|c| Value::String((*c).to_owned()))
+        .collect();
+    let nest = |key: &str, inner: Value| Value::Object(Map::from_iter([(key.to_owned(), inner)]));
+    let code = nest("enum", Value::Array(names));
+    let error = nest("properties", nest("code", code));
+    shared.insert("properties".to_owned(), nest("error", error));
     shared
 }

@@ -1,7 +1,12 @@
 //! Types for bodies written as text rather than serialised from a type
 //! (event pages, errors, probe answers): they give those bodies their
-//! schemas, and the tests below check the text against them.
+//! schemas, and `openapi/tests.rs` checks the text against them.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
 #![expect(
     dead_code,
     reason = "these types give schemas only; their bodies are written as text"

@@ -1,5 +1,14 @@
 //! The agent's checkpoint: one JSON document, stored exactly as given.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use super::{MAX_DOCUMENT_BYTES, checks};
 use crate::{
     DomainError, Refusal, params,

@@ -6,6 +6,15 @@
 //! default, so `{}` is a manifest (the empty agent); unknown fields are
 //! refused at every level, so a misspelt field cannot silently reset state.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use serde::{Deserialize, Serialize};
 
 /// The format this crate writes and reads.

@@ -9,6 +9,15 @@
 //! - Reads resume from an exclusive cursor `after`. Retention keeps the newest
 //!   `max_events`; a cursor older than that gets [`DomainError::CursorExpired`].
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 mod append;
 mod producers;
 mod read;

@@ -16,6 +16,15 @@
 //!   bytes stream and are hashed natively): the host over its agent objects
 //!   and KV folder, the edge worker over Durable Object calls and Workers KV.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 mod call;
 pub mod chunk_calls;
 pub mod chunk_saga;

@@ -1,5 +1,14 @@
 //! The town's directory of registered agents, and the one-mayor rule.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use super::deferred;
 use crate::{
     DomainError, Refusal,

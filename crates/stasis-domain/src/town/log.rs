@@ -4,6 +4,15 @@
 //! the oldest beyond [`MAX_TOWN_EVENTS`], so a cursor older than what is
 //! kept gets [`DomainError::CursorExpired`], as in an agent's log.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use crate::{
     DomainError, limits, params,
     sql::{Row, RowExt, SqlStore},

@@ -1,6 +1,15 @@
 //! The process registry: which agents a container runs, replaced whole by
 //! each put.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use super::{agents::check_role, log};
 use crate::{
     DomainError,

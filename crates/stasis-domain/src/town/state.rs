@@ -1,6 +1,15 @@
 //! The town's state row: draining, the evicting and the current container,
 //! the last heartbeat.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use super::agents::{self, AgentRef};
 use crate::{
     DomainError, params,

@@ -1,5 +1,14 @@
 //! The staging calls as data, and the function that runs them.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use super::{commit, stage, ticket};
 use crate::{
     DomainError,
