@@ -1,5 +1,11 @@
 //! The agent's record, sessions, checkpoint, memory and conversation.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{
     Objects, Snapshots,
     body::{self, raw},
@@ -44,8 +50,8 @@ fn no_content() -> Response<Bytes> {
 }
 
 /// The agent as `GET` shows it.
-#[derive(Serialize)]
-struct AgentView<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct AgentView<'a> {
     town_id: &'a str,
     rig_id: &'a str,
     agent_id: &'a str,
@@ -59,9 +65,9 @@ struct AgentView<'a> {
     has_checkpoint: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct AgentBody {
+pub(crate) struct AgentBody {
     role: String,
     #[serde(default)]
     metadata: Option<Box<RawValue>>,
@@ -190,8 +196,8 @@ async fn destroy<O: Objects + Snapshots>(
 }
 
 /// A session as the API shows it.
-#[derive(Serialize)]
-struct SessionView {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct SessionView {
     session_id: String,
     status: String,
     metadata: Box<RawValue>,
@@ -217,8 +223,8 @@ impl From<SessionRecord> for SessionView {
     }
 }
 
-#[derive(Serialize)]
-struct SessionsView {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct SessionsView {
     sessions: Vec<SessionView>,
 }
 
@@ -233,14 +239,27 @@ pub async fn sessions(objects: &impl Objects, key: &AgentKey) -> Result<Response
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct SessionBody {
+pub(crate) struct SessionBody {
     /// Raw, so that an explicit `null` is refused rather than ignored.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<SessionStatus>")]
     status: Option<Box<RawValue>>,
     #[serde(default)]
     metadata: Option<Box<RawValue>>,
+}
+
+/// The statuses a session may be given (the schema of
+/// [`SessionBody::status`]; the domain checks the value).
+#[derive(schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[expect(dead_code, reason = "only its schema is used")]
+enum SessionStatus {
+    Running,
+    Completed,
+    Failed,
+    Closed,
 }
 
 /// A field that was given, `null` included.
@@ -313,8 +332,8 @@ pub async fn checkpoint(
 }
 
 /// A memory entry as the API shows it.
-#[derive(Serialize)]
-struct MemoryView {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct MemoryView {
     key: String,
     value: Box<RawValue>,
     updated_at: i64,
@@ -330,8 +349,8 @@ impl From<MemoryEntry> for MemoryView {
     }
 }
 
-#[derive(Serialize)]
-struct MemoryListView {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct MemoryListView {
     entries: Vec<MemoryView>,
 }
 

@@ -1,6 +1,12 @@
 //! A dispatch: what a container needs to start an agent again where it
 //! stopped.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{Objects, body::raw, error::ApiError};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -13,7 +19,7 @@ use stasis_domain::{
 };
 
 /// The dispatch as the API sends it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Dispatch {
     agent_id: String,
     rig_id: String,

@@ -8,7 +8,7 @@ use crate::{
     Objects,
     auth::Caller,
     error::ApiError,
-    route::{Endpoint, TownEndpoint},
+    route::Endpoint,
     town_http::{town, unexpected},
 };
 use http::Method;
@@ -30,8 +30,7 @@ pub(crate) async fn fence_of(
     let (Some(container_id), Some(town_id)) = (caller.container_id(), endpoint.town()) else {
         return Ok(None);
     };
-    let heartbeat = matches!(endpoint, Endpoint::Town(_, TownEndpoint::Heartbeat));
-    if heartbeat || !endpoint.is_write(method) {
+    if !endpoint.is_fenced(method) {
         return Ok(None);
     }
     let fence = standing(objects, town_id, container_id)

@@ -1,5 +1,11 @@
 //! Messages for the Mayor, and explicit dispatches of one agent.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{
     Objects, body,
     dispatch::{self, Dispatch},
@@ -20,16 +26,16 @@ use stasis_domain::{
     town::{MayorAction, TownCall, TownReply},
 };
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct MessageBody {
+pub(crate) struct MessageBody {
     text: String,
 }
 
 /// What became of a Mayor message, as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[serde(tag = "action", rename_all = "snake_case")]
-enum MessageView {
+pub(crate) enum MessageView {
     Deferred,
     Deliver {
         session_id: String,
@@ -136,15 +142,15 @@ fn check_text(text: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct DispatchBody {
+pub(crate) struct DispatchBody {
     #[serde(default)]
     text: Option<String>,
 }
 
-#[derive(Serialize)]
-struct DispatchView {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct DispatchView {
     dispatch: Dispatch,
 }
 

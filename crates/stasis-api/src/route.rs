@@ -1,6 +1,7 @@
-//! Which endpoint a path names, and which methods it takes.
+//! Which endpoint a path names, and which methods it takes: the paths,
+//! methods and auth needs are the route table's ([`crate::table`]).
 
-use crate::error::ApiError;
+use crate::{error::ApiError, table};
 use http::{Method, StatusCode, header};
 use stasis_domain::{ids, ids::AgentKey};
 
@@ -13,6 +14,8 @@ pub enum Endpoint {
     Live,
     /// `GET /metrics`: the runtime's metrics (Prometheus text on the host).
     Metrics,
+    /// `GET /openapi.json`: the API's OpenAPI document.
+    OpenApi,
     /// `POST /api/token/refresh`: a fresh token like the one presented.
     RefreshToken,
     /// `GET /ui...`: the operator page's files.
@@ -79,35 +82,6 @@ pub enum AgentEndpoint {
     Dispatch,
 }
 
-impl TownEndpoint {
-    fn allowed_methods(self) -> &'static [Method] {
-        match self {
-            Self::State | Self::Events | Self::Agents => &[Method::GET],
-            Self::Eviction | Self::Heartbeat | Self::MayorMessage | Self::ContainerToken => {
-                &[Method::POST]
-            }
-            Self::Registry => &[Method::GET, Method::PUT],
-        }
-    }
-}
-
-impl AgentEndpoint {
-    fn allowed_methods(&self) -> &'static [Method] {
-        match self {
-            Self::Record | Self::Session(_) | Self::Checkpoint | Self::MemoryEntry(_) => {
-                &[Method::GET, Method::PUT, Method::DELETE]
-            }
-            Self::Events => &[Method::GET, Method::POST],
-            Self::Sessions | Self::Conversation | Self::Memory | Self::Export => &[Method::GET],
-            Self::Snapshot => &[Method::GET, Method::PUT, Method::POST, Method::DELETE],
-            Self::SnapshotMissing => &[Method::POST],
-            Self::SnapshotChunk(_) | Self::SnapshotManifest => &[Method::GET, Method::PUT],
-            Self::Import => &[Method::PUT],
-            Self::Dispatch => &[Method::POST],
-        }
-    }
-}
-
 impl Endpoint {
     /// The town whose scope this endpoint needs, if any.
     pub fn town(&self) -> Option<&str> {
@@ -115,6 +89,7 @@ impl Endpoint {
             Endpoint::Health
             | Endpoint::Live
             | Endpoint::Metrics
+            | Endpoint::OpenApi
             | Endpoint::RefreshToken
             | Endpoint::Ui(_) => None,
             Endpoint::Town(town, _) => Some(town),
@@ -133,22 +108,41 @@ impl Endpoint {
         !(token_route || *method == Method::GET || *method == Method::HEAD)
     }
 
-    fn allowed_methods(&self) -> &'static [Method] {
-        match self {
-            Endpoint::Health | Endpoint::Live | Endpoint::Metrics | Endpoint::Ui(_) => {
-                &[Method::GET]
-            }
-            Endpoint::RefreshToken => &[Method::POST],
-            Endpoint::Town(_, endpoint) => endpoint.allowed_methods(),
-            Endpoint::Agent(_, endpoint) => endpoint.allowed_methods(),
-        }
+    /// Whether `method` here is a write a container token's fence guards:
+    /// every write but a heartbeat (a superseded container's heartbeat is
+    /// answered, not refused).
+    pub fn is_fenced(&self, method: &Method) -> bool {
+        let heartbeat = matches!(self, Endpoint::Town(_, TownEndpoint::Heartbeat));
+        !heartbeat && self.is_write(method)
+    }
+
+    /// The path template of its route, as `docs/http-api.md` spells it
+    /// (`/api/towns/{town}/rigs/{rig}/agents/{agent}/events`): a label
+    /// that does not grow with the ids a path carries.
+    pub fn template(&self) -> &'static str {
+        table::routes()
+            .find(|route| same_variant(&route.sample(), self))
+            .map_or("", |route| route.template)
     }
 }
 
-/// Whether `path` needs no token: readiness and liveness probes, and the
-/// operator page (which holds no data; its calls carry a token).
+/// Whether two endpoints name the same route, whatever their ids.
+fn same_variant(a: &Endpoint, b: &Endpoint) -> bool {
+    use std::mem::discriminant;
+    match (a, b) {
+        (Endpoint::Town(_, x), Endpoint::Town(_, y)) => x == y,
+        (Endpoint::Agent(_, x), Endpoint::Agent(_, y)) => discriminant(x) == discriminant(y),
+        _ => a == b,
+    }
+}
+
+/// Whether `path` needs no token: the probes, the OpenAPI document, and
+/// anything under `/ui` (the operator page holds no data; its calls carry
+/// a token, and a file it lacks is a 404, not a 401).
 pub fn is_public(path: &str) -> bool {
-    matches!(path, "/healthz" | "/livez") || crate::ui::is_ui_path(path)
+    let decoded = decode_segments(path);
+    let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    table::find(&segments).is_some_and(|(route, _)| route.public) || crate::ui::is_ui_path(path)
 }
 
 /// Resolves `raw_path` (still percent-encoded) for `method`: 404 when no
@@ -158,74 +152,16 @@ pub fn resolve(raw_path: &str, method: &Method) -> Result<Endpoint, ApiError> {
     let decoded = decode_segments(raw_path);
     let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
     // The shape first (ids unchecked), so that 404 and 405 come before 400.
-    let endpoint = shape(&segments).ok_or_else(|| ApiError::no_route(raw_path))?;
-    let allowed = endpoint.allowed_methods();
+    let (route, params) = table::find(&segments).ok_or_else(|| ApiError::no_route(raw_path))?;
+    let allowed: Vec<&Method> = route.methods().collect();
     let takes =
-        allowed.contains(method) || (method == Method::HEAD && allowed.contains(&Method::GET));
+        allowed.contains(&method) || (method == Method::HEAD && allowed.contains(&&Method::GET));
     if !takes {
-        return Err(method_not_allowed(allowed, method));
+        return Err(method_not_allowed(&allowed, method));
     }
+    let endpoint = (route.endpoint)(&params);
     check_ids(&endpoint)?;
     Ok(endpoint)
-}
-
-/// The endpoint a path's shape names, with its ids not yet validated.
-pub(crate) fn shape(segments: &[&str]) -> Option<Endpoint> {
-    let owned = |s: &str| s.to_owned();
-    Some(match segments {
-        ["healthz"] => Endpoint::Health,
-        ["livez"] => Endpoint::Live,
-        ["metrics"] => Endpoint::Metrics,
-        ["api", "token", "refresh"] => Endpoint::RefreshToken,
-        ["ui", rest @ ..] => Endpoint::Ui(crate::ui::asset(rest)?),
-        ["api", "towns", town, rest @ ..] => match rest {
-            ["rigs", rig, "agents", agent, rest @ ..] => Endpoint::Agent(
-                AgentKey {
-                    town: owned(town),
-                    rig: owned(rig),
-                    agent: owned(agent),
-                },
-                agent_endpoint(rest)?,
-            ),
-            rest => Endpoint::Town(owned(town), town_endpoint(rest)?),
-        },
-        _ => return None,
-    })
-}
-
-fn town_endpoint(rest: &[&str]) -> Option<TownEndpoint> {
-    Some(match rest {
-        [] => TownEndpoint::State,
-        ["container-eviction"] => TownEndpoint::Eviction,
-        ["heartbeat"] => TownEndpoint::Heartbeat,
-        ["container-registry"] => TownEndpoint::Registry,
-        ["events"] => TownEndpoint::Events,
-        ["agents"] => TownEndpoint::Agents,
-        ["mayor", "message"] => TownEndpoint::MayorMessage,
-        ["container-token"] => TownEndpoint::ContainerToken,
-        _ => return None,
-    })
-}
-
-fn agent_endpoint(rest: &[&str]) -> Option<AgentEndpoint> {
-    Some(match rest {
-        [] => AgentEndpoint::Record,
-        ["events"] => AgentEndpoint::Events,
-        ["sessions"] => AgentEndpoint::Sessions,
-        ["sessions", session] => AgentEndpoint::Session((*session).to_owned()),
-        ["conversation"] => AgentEndpoint::Conversation,
-        ["checkpoint"] => AgentEndpoint::Checkpoint,
-        ["memory"] => AgentEndpoint::Memory,
-        ["memory", key] => AgentEndpoint::MemoryEntry((*key).to_owned()),
-        ["db-snapshot"] => AgentEndpoint::Snapshot,
-        ["db-snapshot", "missing"] => AgentEndpoint::SnapshotMissing,
-        ["db-snapshot", "chunks", chunk] => AgentEndpoint::SnapshotChunk((*chunk).to_owned()),
-        ["db-snapshot", "manifest"] => AgentEndpoint::SnapshotManifest,
-        ["export"] => AgentEndpoint::Export,
-        ["import"] => AgentEndpoint::Import,
-        ["dispatch"] => AgentEndpoint::Dispatch,
-        _ => return None,
-    })
 }
 
 /// Every id in the path must be a valid id.
@@ -235,6 +171,7 @@ fn check_ids(endpoint: &Endpoint) -> Result<(), ApiError> {
         Endpoint::Health
         | Endpoint::Live
         | Endpoint::Metrics
+        | Endpoint::OpenApi
         | Endpoint::RefreshToken
         | Endpoint::Ui(_) => Ok(()),
         Endpoint::Town(town, _) => check("town", town),
@@ -285,9 +222,9 @@ pub(crate) fn decode_segments(raw_path: &str) -> Vec<String> {
 }
 
 /// 405 for a method the endpoint does not take.
-fn method_not_allowed(allowed: &[Method], method: &Method) -> ApiError {
-    let mut names: Vec<&str> = allowed.iter().map(Method::as_str).collect();
-    if allowed.contains(&Method::GET) {
+fn method_not_allowed(allowed: &[&Method], method: &Method) -> ApiError {
+    let mut names: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
+    if allowed.contains(&&Method::GET) {
         names.push(Method::HEAD.as_str());
     }
     let allow = names.join(", ");

@@ -1,71 +1,16 @@
-//! Each endpoint's route template, spelled as `docs/http-api.md` spells its
-//! path (`/api/towns/{town}/rigs/{rig}/agents/{agent}/events`): the label
-//! metrics and request logs group requests by, so that ids never become
-//! label values.
+//! A request's route label: its route template from the route table,
+//! spelled as `docs/http-api.md` spells the path
+//! (`/api/towns/{town}/rigs/{rig}/agents/{agent}/events`), which metrics and
+//! request logs group requests by so that ids never become label values.
 
-use crate::route::{self, AgentEndpoint, Endpoint, TownEndpoint};
+use crate::{
+    route::{self, Endpoint},
+    table,
+};
 use stasis_domain::ids;
 
 /// The template of a path no route matches.
 pub const UNMATCHED: &str = "unmatched";
-
-impl Endpoint {
-    /// This endpoint's route template, ids left as `{placeholders}`.
-    pub fn template(&self) -> &'static str {
-        match self {
-            Endpoint::Health => "/healthz",
-            Endpoint::Live => "/livez",
-            Endpoint::Metrics => "/metrics",
-            Endpoint::Ui(_) => "/ui",
-            Endpoint::RefreshToken => "/api/token/refresh",
-            Endpoint::Town(_, endpoint) => endpoint.template(),
-            Endpoint::Agent(_, endpoint) => endpoint.template(),
-        }
-    }
-}
-
-impl TownEndpoint {
-    fn template(self) -> &'static str {
-        match self {
-            Self::State => "/api/towns/{town}",
-            Self::Eviction => "/api/towns/{town}/container-eviction",
-            Self::Heartbeat => "/api/towns/{town}/heartbeat",
-            Self::Registry => "/api/towns/{town}/container-registry",
-            Self::Events => "/api/towns/{town}/events",
-            Self::Agents => "/api/towns/{town}/agents",
-            Self::MayorMessage => "/api/towns/{town}/mayor/message",
-            Self::ContainerToken => "/api/towns/{town}/container-token",
-        }
-    }
-}
-
-impl AgentEndpoint {
-    fn template(&self) -> &'static str {
-        match self {
-            Self::Record => "/api/towns/{town}/rigs/{rig}/agents/{agent}",
-            Self::Events => "/api/towns/{town}/rigs/{rig}/agents/{agent}/events",
-            Self::Sessions => "/api/towns/{town}/rigs/{rig}/agents/{agent}/sessions",
-            Self::Session(_) => "/api/towns/{town}/rigs/{rig}/agents/{agent}/sessions/{session}",
-            Self::Conversation => "/api/towns/{town}/rigs/{rig}/agents/{agent}/conversation",
-            Self::Checkpoint => "/api/towns/{town}/rigs/{rig}/agents/{agent}/checkpoint",
-            Self::Memory => "/api/towns/{town}/rigs/{rig}/agents/{agent}/memory",
-            Self::MemoryEntry(_) => "/api/towns/{town}/rigs/{rig}/agents/{agent}/memory/{key}",
-            Self::Snapshot => "/api/towns/{town}/rigs/{rig}/agents/{agent}/db-snapshot",
-            Self::SnapshotMissing => {
-                "/api/towns/{town}/rigs/{rig}/agents/{agent}/db-snapshot/missing"
-            }
-            Self::SnapshotChunk(_) => {
-                "/api/towns/{town}/rigs/{rig}/agents/{agent}/db-snapshot/chunks/{sha256}"
-            }
-            Self::SnapshotManifest => {
-                "/api/towns/{town}/rigs/{rig}/agents/{agent}/db-snapshot/manifest"
-            }
-            Self::Export => "/api/towns/{town}/rigs/{rig}/agents/{agent}/export",
-            Self::Import => "/api/towns/{town}/rigs/{rig}/agents/{agent}/import",
-            Self::Dispatch => "/api/towns/{town}/rigs/{rig}/agents/{agent}/dispatch",
-        }
-    }
-}
 
 /// What a request's path says about it, for metrics and logs: its route
 /// template, and the town, rig and agent it names when they are valid ids
@@ -89,26 +34,24 @@ pub fn label(raw_path: &str) -> RouteLabel {
     let decoded = route::decode_segments(raw_path);
     let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
     let valid = |id: &str| ids::is_valid_id(id).then(|| id.to_owned());
-    match route::shape(&segments) {
-        None => RouteLabel {
+    let Some((route, params)) = table::find(&segments) else {
+        return RouteLabel {
             template: UNMATCHED,
             town: None,
             rig: None,
             agent: None,
-        },
-        Some(endpoint) => {
-            let (town, rig, agent) = match &endpoint {
-                Endpoint::Agent(key, _) => (valid(&key.town), valid(&key.rig), valid(&key.agent)),
-                Endpoint::Town(town, _) => (valid(town), None, None),
-                _ => (None, None, None),
-            };
-            RouteLabel {
-                template: endpoint.template(),
-                town,
-                rig,
-                agent,
-            }
-        }
+        };
+    };
+    let (town, rig, agent) = match (route.endpoint)(&params) {
+        Endpoint::Agent(key, _) => (valid(&key.town), valid(&key.rig), valid(&key.agent)),
+        Endpoint::Town(town, _) => (valid(&town), None, None),
+        _ => (None, None, None),
+    };
+    RouteLabel {
+        template: route.template,
+        town,
+        rig,
+        agent,
     }
 }
 

@@ -37,6 +37,7 @@ pub(crate) async fn dispatch<O: Objects + Snapshots>(
         Endpoint::Live => reply::raw_json(StatusCode::OK, br#"{"status":"ok"}"#.to_vec()),
         Endpoint::Ui(asset) => crate::ui::serve(asset),
         Endpoint::Metrics => return Ok(Reply::Metrics),
+        Endpoint::OpenApi => reply::raw_json(StatusCode::OK, crate::openapi::document().to_vec()),
         Endpoint::Agent(key, AgentEndpoint::Events) if method == Method::POST => {
             let batch = events::parse_append(&body)?;
             events::render(objects.agent(&key, AgentCall::AppendEvents(batch)).await?)

@@ -2,6 +2,12 @@
 //! (`POST /missing`), a chunk's upload and read (`/chunks/{sha256}`), and
 //! the manifest's commit and read (`/manifest`).
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{
     Objects, Snapshots, body,
     error::ApiError,
@@ -26,14 +32,14 @@ pub const LIST_BODY_LIMIT: u64 = 4 * 1024 * 1024;
 /// A chunk upload's body.
 pub const CHUNK_BODY_LIMIT: u64 = MAX_CHUNK_SIZE;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct MissingBody {
+pub(crate) struct MissingBody {
     chunks: Vec<String>,
 }
 
-#[derive(Serialize)]
-struct MissingReply {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct MissingReply {
     missing: Vec<String>,
 }
 
@@ -82,8 +88,8 @@ pub async fn missing(
     Ok(response)
 }
 
-#[derive(Serialize)]
-struct ChunkReply<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct ChunkReply<'a> {
     sha256: &'a str,
     size: usize,
 }
@@ -153,9 +159,9 @@ pub async fn get_chunk(
     Ok(response)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ManifestBody {
+pub(crate) struct ManifestBody {
     size: u64,
     sha256: String,
     chunk_size: u64,
@@ -166,8 +172,8 @@ struct ManifestBody {
 
 /// What a manifest commit answers: the whole-file PUT's body and the
 /// chunking.
-#[derive(Serialize)]
-struct Committed<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Committed<'a> {
     #[serde(flatten)]
     meta: &'a SnapshotMeta,
     chunk_size: u64,
@@ -217,8 +223,8 @@ pub async fn put_manifest(
 }
 
 /// `GET /db-snapshot/manifest`.
-#[derive(Serialize)]
-struct ManifestReply<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct ManifestReply<'a> {
     #[serde(flatten)]
     meta: &'a SnapshotMeta,
     chunk_size: u64,

@@ -6,6 +6,12 @@
 //! read-only token gets read-only tokens, a container token only tokens
 //! for its own container.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{
     Objects,
     auth::{Caller, DEFAULT_TTL, Grant, KeyRing, Scope, Token},
@@ -20,19 +26,19 @@ use serde::{Deserialize, Serialize};
 use stasis_domain::{ids, town::Standing};
 use std::time::Duration;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ContainerTokenBody {
+pub(crate) struct ContainerTokenBody {
     container_id: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RefreshBody {}
+pub(crate) struct RefreshBody {}
 
 /// A minted token and what it grants, times in ms since the epoch.
-#[derive(Serialize)]
-struct Issued<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Issued<'a> {
     token: String,
     scope: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]

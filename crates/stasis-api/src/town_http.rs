@@ -1,5 +1,11 @@
 //! The town: eviction, heartbeats, the registry, its log and its agents.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 use crate::{
     Objects, Snapshots, auth::Caller, body, dispatch, dispatch::Dispatch, error::ApiError,
     idempotency, query::Query, reply,
@@ -30,8 +36,8 @@ pub(crate) fn unexpected(reply: &impl std::fmt::Debug) -> ApiError {
 }
 
 /// The town as `GET` shows it.
-#[derive(Serialize)]
-struct StateView<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct StateView<'a> {
     town_id: &'a str,
     #[serde(flatten)]
     state: TownState,
@@ -45,9 +51,9 @@ pub async fn state(objects: &impl Objects, town_id: &str) -> Result<Response<Byt
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct EvictionBody {
+pub(crate) struct EvictionBody {
     /// Omitted (or an empty body): the current container.
     #[serde(default)]
     container_id: Option<String>,
@@ -55,8 +61,8 @@ struct EvictionBody {
     reason: Option<String>,
 }
 
-#[derive(Serialize)]
-struct EvictionView {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct EvictionView {
     draining: bool,
     evicting_container_id: Option<String>,
     already_draining: bool,
@@ -99,14 +105,14 @@ pub async fn eviction(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct HeartbeatBody {
+pub(crate) struct HeartbeatBody {
     container_id: String,
 }
 
-#[derive(Serialize)]
-struct HeartbeatView {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct HeartbeatView {
     draining: bool,
     cleared_drain: bool,
     registry: Registry,
@@ -160,9 +166,9 @@ pub async fn heartbeat(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RegistryBody {
+pub(crate) struct RegistryBody {
     container_id: String,
     agents: Vec<RegistryAgent>,
 }
@@ -209,8 +215,8 @@ pub async fn events(
     }
 }
 
-#[derive(Serialize)]
-struct AgentListing {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct AgentListing {
     rig_id: String,
     agent_id: String,
     role: String,
@@ -253,8 +259,8 @@ pub async fn agents<O: Objects + Snapshots>(
     Ok(reply::json(StatusCode::OK, &AgentsView { agents: listing }))
 }
 
-#[derive(Serialize)]
-struct AgentsView {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct AgentsView {
     agents: Vec<AgentListing>,
 }
 

@@ -26,6 +26,8 @@
 //! event log ([`AgentLog`]), error-shape assertions ([`assert_error`]), raw
 //! HTTP for requests an HTTP library would tidy up ([`raw`]), a
 //! Server-Sent Events reader ([`sse`]) and a seeded HTTP fuzz ([`fuzz`]).
+//! Every response those helpers receive is checked against the server's
+//! `/openapi.json` ([`openapi`]).
 #![allow(
     clippy::expect_used,
     reason = "a conformance helper fails loudly, naming what broke"
@@ -38,6 +40,7 @@
 mod agent_log;
 pub mod fuzz;
 pub mod matrix;
+pub mod openapi;
 pub mod raw;
 pub mod snapshot;
 pub mod sse;
@@ -247,7 +250,9 @@ impl Call {
             None => client().run(builder.body(()).expect("request parts are valid")),
         };
         let response = sent.unwrap_or_else(|e| panic!("{} {url} failed: {e}", self.method));
-        Reply::from_response(response)
+        let reply = Reply::from_response(response);
+        openapi::check(&self.method, &self.path, &reply);
+        reply
     }
 }
 

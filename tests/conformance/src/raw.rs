@@ -121,12 +121,14 @@ pub fn try_request(
     drop(stream);
     let _ = sender.join();
     let received = received?;
-    parse(&received).ok_or_else(|| {
+    let reply = parse(&received).ok_or_else(|| {
         format!(
             "unparseable response {:?}",
             String::from_utf8_lossy(&received)
         )
-    })
+    })?;
+    crate::openapi::check(method, path, &reply);
+    Ok(reply)
 }
 
 /// Reads until the response is complete or the server closes; an error

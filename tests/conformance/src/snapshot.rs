@@ -371,12 +371,14 @@ pub fn bodiless(method: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
         .write_all(head.as_bytes())
         .unwrap_or_else(|e| panic!("{method} {path}: sending the head: {e}"));
     let received = read_head_and_trailing(&mut stream, method, path);
-    parse_head(&received).unwrap_or_else(|| {
+    let reply = parse_head(&received).unwrap_or_else(|| {
         panic!(
             "{method} {path}: unparseable response {:?}",
             String::from_utf8_lossy(&received)
         )
-    })
+    });
+    crate::openapi::check_head(method, path, &reply);
+    reply
 }
 
 /// Reads until the server closes, or until nothing more comes within

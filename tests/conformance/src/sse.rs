@@ -71,13 +71,21 @@ pub fn open(path: &str, headers: &[(&str, &str)]) -> Result<Stream, Reply> {
         let status = response.status().as_u16();
         let headers = lower_headers(response.headers());
         let body = response.body_mut().read_to_vec().unwrap_or_default();
-        return Err(Reply {
+        let reply = Reply {
             status,
             headers,
             body,
-        });
+        };
+        crate::openapi::check("GET", path, &reply);
+        return Err(reply);
     }
     let headers = lower_headers(response.headers());
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    crate::openapi::check_stream(path, 200, content_type);
     let (sender, frames) = channel();
     let reader = BufReader::new(response.into_body().into_reader());
     std::thread::spawn(move || pump(reader, &sender));

@@ -11,6 +11,12 @@
 //! refusal (or a body that breaks off) aborts the whole import: what was
 //! staged goes, and the agent keeps the state it had.
 
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+)]
+
 mod batch;
 mod input;
 mod reader;
@@ -79,8 +85,8 @@ struct Importer<'a, O> {
 }
 
 /// The answer to a part that does not commit.
-#[derive(serde::Serialize)]
-struct PartAccepted<'a> {
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct PartAccepted<'a> {
     import_id: &'a str,
     part: u64,
     staged: ImportProgress,

@@ -30,19 +30,6 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
      style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; \
      base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// The asset a path under `/ui` names (the segments after `ui`).
-pub(crate) fn asset(rest: &[&str]) -> Option<Asset> {
-    Some(match rest {
-        [] | ["index.html"] => Asset::Index,
-        ["style.css"] => Asset::Style,
-        ["app.js"] => Asset::App,
-        ["api.js"] => Asset::Api,
-        ["views.js"] => Asset::Views,
-        ["tail.js"] => Asset::Tail,
-        _ => return None,
-    })
-}
-
 /// Whether `path` lies under `/ui`: the page needs no token.
 pub(crate) fn is_ui_path(path: &str) -> bool {
     path == "/ui" || path.starts_with("/ui/")
@@ -85,13 +72,13 @@ mod tests {
 
     #[test]
     fn every_asset_is_served_with_its_type_and_a_strict_policy() {
-        for (path, kind) in [
-            (&[][..], "text/html"),
-            (&["style.css"][..], "text/css"),
-            (&["app.js"][..], "text/javascript"),
-            (&["tail.js"][..], "text/javascript"),
+        for (asset, kind) in [
+            (Asset::Index, "text/html"),
+            (Asset::Style, "text/css"),
+            (Asset::App, "text/javascript"),
+            (Asset::Tail, "text/javascript"),
         ] {
-            let response = serve(asset(path).unwrap_or(Asset::Index));
+            let response = serve(asset);
             let header = |name| response.headers().get(name).and_then(|v| v.to_str().ok());
             assert!(header(header::CONTENT_TYPE).is_some_and(|t| t.starts_with(kind)));
             assert!(
@@ -100,7 +87,6 @@ mod tests {
             );
             assert!(!response.body().is_empty());
         }
-        assert_eq!(asset(&["secret.txt"]), None);
     }
 
     #[test]

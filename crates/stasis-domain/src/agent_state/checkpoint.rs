@@ -1,5 +1,14 @@
 //! The agent's checkpoint: one JSON document, stored exactly as given.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use super::{MAX_DOCUMENT_BYTES, checks};
 use crate::{
     DomainError, Refusal, params,
@@ -19,6 +28,7 @@ pub struct Checkpoint {
 }
 
 /// The answer to `PutCheckpoint`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointStored {
     /// The document's size in bytes.

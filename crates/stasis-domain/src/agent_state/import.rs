@@ -7,6 +7,15 @@
 //! [`import_manifest`], the whole manifest in one call through the same
 //! stages.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use super::checks::{self, manifest_error};
 use super::manifest::{
     Manifest, ManifestAgent, ManifestEvent, ManifestMemory, ManifestSession, ManifestSnapshot,
@@ -23,6 +32,7 @@ use crate::{
 use serde::{Deserialize, Serialize};
 
 /// What an import wrote.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportSummary {
     /// Events stored.

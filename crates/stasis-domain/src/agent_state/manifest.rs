@@ -6,12 +6,22 @@
 //! default, so `{}` is a manifest (the empty agent); unknown fields are
 //! refused at every level, so a misspelt field cannot silently reset state.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use serde::{Deserialize, Serialize};
 
 /// The format this crate writes and reads.
 pub const MANIFEST_FORMAT: &str = "stasis.agent.v1";
 
 /// Everything an agent has.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Manifest {
@@ -25,6 +35,7 @@ pub struct Manifest {
     pub events: Vec<ManifestEvent>,
     /// The checkpoint document, JSON text.
     #[serde(with = "super::raw_json::option")]
+    #[cfg_attr(feature = "schema", schemars(with = "serde_json::Value"))]
     pub checkpoint: Option<String>,
     /// Memory entries, sorted by key.
     pub memory: Vec<ManifestMemory>,
@@ -34,6 +45,7 @@ pub struct Manifest {
 }
 
 /// The agent's record in a manifest.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestAgent {
@@ -41,6 +53,7 @@ pub struct ManifestAgent {
     pub role: String,
     /// JSON text; `null` when omitted.
     #[serde(default = "null_text", with = "super::raw_json")]
+    #[cfg_attr(feature = "schema", schemars(with = "serde_json::Value"))]
     pub metadata: String,
 }
 
@@ -48,6 +61,7 @@ pub struct ManifestAgent {
 /// `event_count` are recomputed from the manifest's events; a session with
 /// no events keeps the given `first_seq` / `last_seq` (retention may have
 /// dropped them) and counts 0. Missing times become the import's time.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestSession {
@@ -58,6 +72,7 @@ pub struct ManifestSession {
     pub status: String,
     /// JSON text; `null` when omitted.
     #[serde(default = "null_text", with = "super::raw_json")]
+    #[cfg_attr(feature = "schema", schemars(with = "serde_json::Value"))]
     pub metadata: String,
     /// Seq of its oldest stored event.
     #[serde(default)]
@@ -77,6 +92,7 @@ pub struct ManifestSession {
 }
 
 /// An event in a manifest; it keeps its seq on import.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestEvent {
@@ -90,6 +106,7 @@ pub struct ManifestEvent {
     pub session_id: Option<String>,
     /// Payload, JSON text; `null` when omitted.
     #[serde(default = "null_text", with = "super::raw_json")]
+    #[cfg_attr(feature = "schema", schemars(with = "serde_json::Value"))]
     pub data: String,
     /// When it was appended, ms since the epoch; the import's time when
     /// omitted.
@@ -98,6 +115,7 @@ pub struct ManifestEvent {
 }
 
 /// A memory entry in a manifest.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestMemory {
@@ -105,6 +123,7 @@ pub struct ManifestMemory {
     pub key: String,
     /// The value, JSON text.
     #[serde(with = "super::raw_json")]
+    #[cfg_attr(feature = "schema", schemars(with = "serde_json::Value"))]
     pub value: String,
     /// When it was written, ms since the epoch; the import's time when
     /// omitted.
@@ -113,6 +132,7 @@ pub struct ManifestMemory {
 }
 
 /// A db-snapshot in a manifest, bytes in standard padded base64.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestSnapshot {

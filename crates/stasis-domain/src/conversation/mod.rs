@@ -129,6 +129,15 @@
 //! );
 //! ```
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 mod assemble;
 mod budget;
 mod message;
@@ -163,6 +172,7 @@ use serde::{Deserialize, Serialize};
 pub const UNKNOWN_ROLE: &str = "assistant";
 
 /// One message of the conversation.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Turn {
     /// Who spoke: `user`, `assistant`, or whatever role the log gave.
@@ -184,6 +194,7 @@ impl Turn {
 }
 
 /// The conversation handed to a new container, newest turns last.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PriorConversation {
     /// The most recent turns that fit the budget, oldest first.

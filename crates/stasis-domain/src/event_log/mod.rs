@@ -9,6 +9,15 @@
 //! - Reads resume from an exclusive cursor `after`. Retention keeps the newest
 //!   `max_events`; a cursor older than that gets [`DomainError::CursorExpired`].
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 mod append;
 mod producers;
 mod read;
@@ -168,6 +177,7 @@ impl AppendSettings {
 }
 
 /// The seqs a batch got.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppendOutcome {
     /// Seq of the batch's first event.

@@ -16,6 +16,15 @@
 //!   bytes stream and are hashed natively): the host over its agent objects
 //!   and KV folder, the edge worker over Durable Object calls and Workers KV.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 mod call;
 pub mod chunk_calls;
 pub mod chunk_saga;
@@ -62,6 +71,7 @@ pub const MAX_INLINE_LIMIT: u64 = 1_999_000;
 pub const PENDING_TTL_MS: i64 = 15 * 60 * 1000;
 
 /// Where a snapshot's bytes live.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StorageKind {
@@ -82,6 +92,7 @@ impl StorageKind {
 }
 
 /// What is known of the current snapshot.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotMeta {
     /// Counts up from 1 per agent, never reused.

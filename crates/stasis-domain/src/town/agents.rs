@@ -1,5 +1,14 @@
 //! The town's directory of registered agents, and the one-mayor rule.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use super::deferred;
 use crate::{
     DomainError, Refusal,
@@ -17,6 +26,7 @@ pub const MAX_ROLE_BYTES: usize = 128;
 pub const MAX_TOWN_AGENTS: u64 = 10_000;
 
 /// Names one agent of the town.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct AgentRef {
     /// Its rig.

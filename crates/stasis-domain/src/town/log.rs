@@ -4,6 +4,15 @@
 //! the oldest beyond [`MAX_TOWN_EVENTS`], so a cursor older than what is
 //! kept gets [`DomainError::CursorExpired`], as in an agent's log.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use crate::{
     DomainError, limits, params,
     sql::{Row, RowExt, SqlStore},
@@ -28,6 +37,7 @@ pub const REGISTRY_UPDATED: &str = "registry_updated";
 pub const MAYOR_MESSAGE: &str = "mayor_message";
 
 /// One town event.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TownEvent {
     /// Position in the town's log.
@@ -42,6 +52,7 @@ pub struct TownEvent {
 }
 
 /// One page of the town's log.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TownEventPage {
     /// The events, in seq order.

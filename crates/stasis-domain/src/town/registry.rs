@@ -1,6 +1,15 @@
 //! The process registry: which agents a container runs, replaced whole by
 //! each put.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use super::{agents::check_role, log};
 use crate::{
     DomainError,
@@ -15,6 +24,7 @@ use std::collections::BTreeSet;
 pub const MAX_REGISTRY_AGENTS: u64 = 1_000;
 
 /// One agent a container runs.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegistryAgent {
     /// The agent.
@@ -32,6 +42,7 @@ pub struct RegistryAgent {
 }
 
 /// The registry as stored.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Registry {
     /// The container that put it; `None` before the first put.

@@ -1,6 +1,15 @@
 //! The town's state row: draining, the evicting and the current container,
 //! the last heartbeat.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use super::agents::{self, AgentRef};
 use crate::{
     DomainError, params,
@@ -12,6 +21,7 @@ use serde::{Deserialize, Serialize};
 /// the object never needs its own name). The eviction's reason is kept in
 /// the state row and in the `container_eviction` event, not shown here:
 /// the documented shape is exact.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TownState {
     /// An eviction was announced and no new container has heartbeat since.

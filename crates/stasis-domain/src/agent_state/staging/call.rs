@@ -1,5 +1,14 @@
 //! The staging calls as data, and the function that runs them.
 
+#![cfg_attr(
+    feature = "schema",
+    allow(
+        clippy::disallowed_macros,
+        clippy::disallowed_methods,
+        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
+    )
+)]
+
 use super::{commit, stage, ticket};
 use crate::{
     DomainError,
@@ -84,6 +93,7 @@ pub enum ImportBatch {
 }
 
 /// What is staged so far.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportProgress {
     /// Parts of a multi-part import received whole.
