@@ -38,6 +38,13 @@ fn every_documented_route_is_described_with_its_methods() {
     let expected: &[(String, &[&str])] = &[
         ("/healthz".into(), &["get", "head"]),
         ("/livez".into(), &["get", "head"]),
+        ("/metrics".into(), &["get", "head"]),
+        ("/ui".into(), &["get", "head"]),
+        ("/ui/style.css".into(), &["get", "head"]),
+        ("/ui/app.js".into(), &["get", "head"]),
+        ("/ui/api.js".into(), &["get", "head"]),
+        ("/ui/views.js".into(), &["get", "head"]),
+        ("/ui/tail.js".into(), &["get", "head"]),
         ("/api/token/refresh".into(), &["post"]),
         ("/api/towns/{town}".into(), &["get"]),
         ("/api/towns/{town}/container-eviction".into(), &["post"]),
