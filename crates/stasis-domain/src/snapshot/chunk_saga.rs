@@ -214,9 +214,8 @@ pub(super) async fn delete_chunks(
     if chunks.is_empty() {
         return Ok(0);
     }
-    for chunk in &chunks {
-        blobs.delete(&chunk_key(key_prefix, chunk)).await?;
-    }
+    let keys: Vec<String> = chunks.iter().map(|c| chunk_key(key_prefix, c)).collect();
+    blobs.delete_all(&keys).await?;
     let count = u64::try_from(chunks.len()).unwrap_or(u64::MAX);
     match object.call(SnapshotCall::CollectDone { chunks }).await? {
         SnapshotReply::Done => Ok(count),
