@@ -109,6 +109,7 @@ impl WholeWriter {
         let upload = chunk_saga::Upload {
             started_at: self.started_at,
             pending_ttl_ms: self.request.pending_ttl_ms,
+            clock_slack_ms: self.request.clock_slack_ms,
         };
         chunk_saga::record(object, batch, upload).await.map(drop)
     }
