@@ -152,6 +152,11 @@ struct Args {
     /// section).
     #[arg(long)]
     only_real_agent: bool,
+    /// Run only the snapshot workloads (snapshots, `snapshot push`, the
+    /// delta push, pulls, the conversation rebuild, recovery and peak
+    /// memory) on a spawned host or `--url`, and record only their section.
+    #[arg(long, conflicts_with = "only_real_agent")]
+    only_snapshots: bool,
 }
 
 /// Runs other than the benchmark.
@@ -196,11 +201,12 @@ fn run(args: Args) -> Result<bool> {
         quick: args.quick,
         stasis_bin: args.stasis_bin.clone(),
         url: args.url.clone().map(|url| (url, args.token.clone())),
-        peer: !args.no_peer,
+        peer: !args.no_peer && !args.only_snapshots,
         peer_dir: peer::resolve_dir(args.peer_dir.clone()),
         node: args.node.clone(),
         tmp_dir: args.tmp_dir.clone(),
         edge: edge_target(&args)?,
+        only_snapshots: args.only_snapshots,
     };
     if options.url.is_none() && !options.stasis_bin.is_file() {
         bail!(
@@ -217,6 +223,9 @@ fn run(args: Args) -> Result<bool> {
             report::record(path, real_agent::MARKS, &section)?;
         }
         return Ok(!rows.iter().any(report::Row::failed));
+    }
+    if args.only_snapshots {
+        return snapshot_run(&args, &options, load_before);
     }
     let results = plan::run(&options)?;
     let rows = rows::rows(&results);
@@ -274,6 +283,24 @@ fn run(args: Args) -> Result<bool> {
     let edge_failed = edge_rows.iter().flatten().any(edge_report::EdgeRow::failed);
     let failed = (rows.iter().chain(&snapshot_rows).chain(&agent_rows)).any(report::Row::failed);
     Ok(!failed && !edge_failed)
+}
+
+/// `--only-snapshots`: the snapshot workloads alone, printed and recorded
+/// into their section only.
+fn snapshot_run(args: &Args, options: &plan::Options, load_before: String) -> Result<bool> {
+    let results = plan::run(options)?;
+    let rows = rows::snapshot_rows(&results);
+    println!("{}", report::table(&rows));
+    if let Some(path) = &args.record {
+        let info = run_info(args, load_before);
+        report::record(
+            path,
+            report::SNAPSHOTS,
+            &report::snapshots_section(&info, &rows),
+        )?;
+        eprintln!("recorded in {}", path.display());
+    }
+    Ok(!rows.iter().any(report::Row::failed))
 }
 
 /// The sidecar and real-agent rows (`real_agent`), printed.

@@ -60,6 +60,16 @@ impl AtomicFile {
         self.temp.as_file_mut()
     }
 
+    /// Makes the bytes written so far durable (the commit syncs again, cheaply, whatever
+    /// followed).
+    pub fn sync(&self) -> Result<()> {
+        let context = || format!("writing {}", self.target.display());
+        self.temp
+            .as_file()
+            .sync_all()
+            .map_err(|e| Error::io(context(), e))
+    }
+
     /// Makes the new content durable and puts it in place: fsync, `before_rename` (e.g. removing
     /// files that belong to the old content), rename, fsync of the directory.
     pub fn commit_with(self, before_rename: impl FnOnce(&Path) -> Result<()>) -> Result<()> {

@@ -57,8 +57,9 @@ pub struct BackupStats {
 /// open elsewhere), calling `on_progress(pages_done, pages_total)` between steps.
 ///
 /// The source must exist: it is opened read-write (so that a WAL left by a crashed writer can
-/// be recovered) but never created, and only read. On failure `dest` may hold a partial copy:
-/// write it to a temporary place, as [`crate::snapshot::push`] does.
+/// be recovered) but never created, and only read. The copy is written without a journal or
+/// fsync, and on failure `dest` may hold a partial copy: write it to a temporary place, as
+/// [`crate::snapshot::push`] does.
 pub fn backup_database(
     source: &Path,
     dest: &Path,
@@ -82,6 +83,10 @@ pub fn backup_database(
 
     let dest_context = || format!("writing the copy {}", dest.display());
     let mut dst = Connection::open(dest).map_err(|e| Error::sqlite(dest_context(), e))?;
+    // The copy is a temporary file, read back at once and never the durable state: no journal
+    // and no fsync for it.
+    dst.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
+        .map_err(|e| Error::sqlite(dest_context(), e))?;
     let stats = copy_pages(&src, &mut dst, options, &mut on_progress)
         .map_err(|e| Error::sqlite(format!("backing up {}", source.display()), e))?;
 

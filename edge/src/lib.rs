@@ -32,7 +32,8 @@ pub use town_object::TownObject;
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let head = convert::head_of(&req)?;
     let entry = request_log::Entry::start(&head);
-    entry.finish(serve(req, env, &head).await)
+    let analytics = request_log::analytics(&env);
+    entry.finish(serve(req, env, &head).await, analytics.as_ref())
 }
 
 /// Answers one request through the API.

@@ -1,6 +1,8 @@
 //! One JSON line per request (`console.log`, kept by Workers Logs): the
 //! record the host logs too ([`RequestRecord`]), and the request id echoed
-//! on the response. The worker's duration runs to the response's head, and
+//! on the response. Where the `STASIS_REQUESTS` Analytics Engine binding
+//! exists, the record is also written there as a data point, the edge's
+//! counterpart of the host's `/metrics`. The worker's duration runs to the response's head, and
 //! a streamed response's `bytes_out` is its `Content-Length` when it has one
 //! (its body is sent after the handler returns).
 
@@ -9,7 +11,17 @@ use stasis_api::{
     ErrorLog,
     request_log::{RequestRecord, client_request_id},
 };
-use worker::{Headers, Response, Result};
+use worker::{
+    AnalyticsEngineDataPointBuilder, AnalyticsEngineDataset, Env, Headers, Response, Result,
+};
+
+/// The Analytics Engine binding requests are written to (wrangler.toml).
+const ANALYTICS_BINDING: &str = "STASIS_REQUESTS";
+
+/// The Analytics Engine dataset, when the worker has the binding.
+pub fn analytics(env: &Env) -> Option<AnalyticsEngineDataset> {
+    env.analytics_engine(ANALYTICS_BINDING).ok()
+}
 
 /// A worker response, with the error code of an error response and its
 /// body's length when known.
@@ -66,15 +78,20 @@ impl Entry {
         }
     }
 
-    /// Logs the request and echoes its id on the response.
-    pub fn finish(mut self, answered: Result<Answered>) -> Result<Response> {
+    /// Logs the request (and writes its data point) and echoes its id on
+    /// the response.
+    pub fn finish(
+        mut self,
+        answered: Result<Answered>,
+        analytics: Option<&AnalyticsEngineDataset>,
+    ) -> Result<Response> {
         self.record.duration_ms = js_sys::Date::now() - self.started_ms;
         let answered = match answered {
             Ok(answered) => answered,
             Err(err) => {
                 self.record.status = 500;
                 self.record.error_code = Some("worker_error".to_owned());
-                worker::console_log!("{}", self.record.to_json());
+                self.record_it(analytics);
                 return Err(err);
             }
         };
@@ -85,7 +102,7 @@ impl Entry {
             Some(length) => length,
             None => content_length(response.headers().get("content-length")?.as_deref()),
         };
-        worker::console_log!("{}", self.record.to_json());
+        self.record_it(analytics);
         // A response fetched from a Durable Object has immutable headers:
         // the id goes on a copy.
         let headers = Headers::new();
@@ -94,6 +111,26 @@ impl Entry {
         }
         headers.set("x-request-id", &self.record.request_id)?;
         Ok(response.with_headers(headers))
+    }
+}
+
+impl Entry {
+    /// The log line, and the data point where the binding exists (a failed
+    /// write is logged, never the request's failure).
+    fn record_it(&self, analytics: Option<&AnalyticsEngineDataset>) {
+        worker::console_log!("{}", self.record.to_json());
+        let Some(dataset) = analytics else {
+            return;
+        };
+        let point = self.record.data_point();
+        let written = AnalyticsEngineDataPointBuilder::new()
+            .indexes([point.index.as_str()])
+            .blobs(point.blobs)
+            .doubles(point.doubles)
+            .write_to(dataset);
+        if let Err(err) = written {
+            worker::console_warn!("the request's analytics data point was not written: {err}");
+        }
     }
 }
 

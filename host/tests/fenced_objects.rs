@@ -84,6 +84,7 @@ async fn put_chunk(
     let upload = chunk_saga::Upload {
         started_at: objects.now_ms(),
         pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
+        clock_slack_ms: objects.snapshot_clock_slack_ms(),
     };
     let blobs = objects.snapshot_blobs()?;
     let object = objects.snapshot_object(key);
@@ -108,6 +109,7 @@ async fn assert_snapshot_writes_fenced(zombie: &HostObjects, key: &AgentKey, ear
         key_prefix: snapshot::key_prefix(key),
         limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
         pending_ttl_ms: zombie.snapshot_pending_ttl_ms(),
+        clock_slack_ms: zombie.snapshot_clock_slack_ms(),
     };
     let put = saga::put(&object, &blobs, &request, b"zombie bytes").await;
     assert_fenced(put, "c-b");

@@ -6,6 +6,7 @@ use super::{
     Options, SMALL, Server, Target,
     ctx::{Ctx, step},
     event_log::main_workloads,
+    state::state_workloads,
 };
 use crate::{
     cpu::Procs,
@@ -53,7 +54,11 @@ pub(super) fn spawned(
             .map_err(Clone::clone),
         procs: host.as_ref().ok().and_then(StasisHost::pid).map(Procs::Pid),
     };
-    main_workloads(ctx, &stasis, edge, peer, results);
+    if options.only_snapshots {
+        state_workloads(ctx, &stasis, edge, results);
+    } else {
+        main_workloads(ctx, &stasis, edge, peer, results);
+    }
     stop_host(host);
 
     // A fresh host, so that its peak memory is the PUT's.
@@ -72,6 +77,9 @@ pub(super) fn spawned(
         },
     );
 
+    if options.only_snapshots {
+        return Ok(());
+    }
     // Restarts reuse the data folder the main workloads filled.
     let probe = ctx.agent("latency");
     results.starts = stasis.target.and_then(|_| {

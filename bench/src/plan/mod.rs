@@ -61,6 +61,8 @@ pub struct Options {
     pub tmp_dir: Option<PathBuf>,
     /// The edge worker under `wrangler dev --local`, if it is to be run.
     pub edge: Option<EdgeTarget>,
+    /// Only the snapshot workloads (`--only-snapshots`).
+    pub only_snapshots: bool,
 }
 
 /// A running `wrangler dev --local` serving the edge worker.
@@ -134,7 +136,11 @@ pub fn run(options: &Options) -> Result<Results> {
                 target: Ok(Endpoint::new(url, token.as_deref())?),
                 procs: None,
             };
-            event_log::main_workloads(&ctx, &stasis, &edge, &peer, &mut results);
+            if options.only_snapshots {
+                state::state_workloads(&ctx, &stasis, &edge, &mut results);
+            } else {
+                event_log::main_workloads(&ctx, &stasis, &edge, &peer, &mut results);
+            }
             let why = Missing::Skipped("needs a spawned host".to_owned());
             results.starts = Err(why.clone());
             results.peak_rss = Err(why.clone());

@@ -54,8 +54,16 @@ pub fn container_client(endpoint: &Endpoint) -> Result<(stasis_client::Client, A
         stasis_client::Config::new(&endpoint.base_url(), endpoint.token().map(str::to_owned))?;
     let retries = Arc::new(AtomicU32::new(0));
     let counted = Arc::clone(&retries);
-    let client = stasis_client::Client::new(config).on_retry(move |_| {
+    // `STASIS_BENCH_RETRIES=1` prints each retry and its cause on stderr.
+    let trace = std::env::var_os("STASIS_BENCH_RETRIES").is_some();
+    let client = stasis_client::Client::new(config).on_retry(move |notice| {
         counted.fetch_add(1, Ordering::Relaxed);
+        if trace {
+            eprintln!(
+                "    retry {} of {} after {:?}: {}",
+                notice.attempt, notice.what, notice.delay, notice.error
+            );
+        }
     });
     Ok((client, retries))
 }

@@ -1,6 +1,7 @@
 //! The chunked pull: `GET .../db-snapshot/manifest`, then each distinct chunk from the local
 //! cache or `GET .../db-snapshot/chunks/{sha256}` (in parallel, each re-hashed), written at its
-//! offsets into a temporary file; the whole file's sha256 is checked before it is landed.
+//! offsets into a temporary file; the whole file's sha256, taken in file order as the chunks
+//! land, is checked before it is landed.
 //!
 //! A chunk the server no longer holds (a newer push superseded the manifest and its chunks were
 //! collected between the manifest's read and the chunk's) starts the pull over from a fresh
@@ -16,6 +17,7 @@ use ureq::http::Response;
 use super::cache::CacheRead;
 use super::chunks::sha256_hex;
 use super::manifest::{Manifest, Placement};
+use super::ordered_hash::OrderedHash;
 use super::parallel::{self, TRANSFERS_IN_FLIGHT};
 use super::pull::{NO_SNAPSHOT, PullOptions, PullOutcome, PulledSnapshot};
 use super::transfer::{Counters, PullTransfer, TransferMode};
@@ -29,6 +31,9 @@ use crate::retry::Attempt;
 
 /// Manifests read before giving up on chunks that keep vanishing under the pull.
 const MANIFEST_ROUNDS: usize = 3;
+/// Bytes of chunks that wait for an earlier one before the whole file's hash takes them, at
+/// most; past it the file is read back and hashed after the fetches.
+const MAX_HELD_FOR_HASH: u64 = 64 * 1024 * 1024;
 /// The code of a chunk the agent does not hold.
 const CHUNK_NOT_FOUND: &str = "chunk_not_found";
 
@@ -156,17 +161,23 @@ impl ChunkedPull<'_> {
             &format!("pull {}", self.agent),
         );
         let target: &File = file.file();
-        let written = parallel::for_each(&placements, TRANSFERS_IN_FLIGHT, |placement| {
+        let whole = OrderedHash::start(&placements, MAX_HELD_FOR_HASH);
+        let indexed: Vec<(usize, &Placement)> = placements.iter().enumerate().collect();
+        let written = parallel::for_each(&indexed, TRANSFERS_IN_FLIGHT, |&(index, placement)| {
             let bytes = self.chunk(placement, &counters)?;
             for &offset in &placement.offsets {
                 target.write_all_at(&bytes, offset).map_err(temp_context)?;
                 bar.inc(placement.len);
             }
+            whole.add(index, bytes);
             Ok(())
         });
         bar.finish_and_clear();
         written?;
-        let (actual, size) = hash_file(file.temp_path())?;
+        let (actual, size) = match whole.finish() {
+            Some(hashed) => hashed,
+            None => hash_file(file.temp_path())?,
+        };
         if actual != manifest.sha256.to_ascii_lowercase() || size != manifest.size {
             return Err(Error::Integrity {
                 what: format!("the snapshot of {} assembled from its chunks", self.agent),

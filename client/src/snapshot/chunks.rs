@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::mpsc::sync_channel;
 
 use sha2::{Digest, Sha256};
 
@@ -18,6 +19,8 @@ use crate::error::{Error, Result};
 /// The smallest chunk the client picks: 8 SQLite pages of 4 KiB, so six scattered changed pages
 /// of a 25 MB database move 192 KiB (0.77 %).
 pub const MIN_CHUNK_SIZE: u64 = 32 * 1024;
+/// Bytes a scan reads at once (whole chunks of it go to the chunk hashing thread together).
+const SCAN_BLOCK: usize = 1024 * 1024;
 /// The largest chunk the protocol allows.
 pub const MAX_CHUNK_SIZE: u64 = 16 * 1024 * 1024;
 /// The most chunks the client's default chunk size gives.
@@ -65,28 +68,45 @@ impl ChunkedFile {
         Self::scan_reader(file, chunk_size_for(size)).map_err(|e| Error::io(context(), e))
     }
 
-    /// Hashes everything `reader` holds in chunks of `chunk_size` bytes.
-    pub fn scan_reader(reader: impl Read, chunk_size: u64) -> io::Result<Self> {
-        let mut reader = io::BufReader::with_capacity(256 * 1024, reader);
-        let buf_len = usize::try_from(chunk_size)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "chunk size too large"))?;
-        let mut buf = vec![0u8; buf_len];
-        let mut whole = Sha256::new();
-        let mut chunks = Vec::new();
-        let mut size = 0u64;
-        loop {
-            let filled = read_full(&mut reader, &mut buf)?;
-            if filled == 0 {
-                break;
+    /// Hashes everything `reader` holds in chunks of `chunk_size` bytes: the whole file on this
+    /// thread while another hashes the chunks, a block of several chunks at a time.
+    pub fn scan_reader(mut reader: impl Read, chunk_size: u64) -> io::Result<Self> {
+        let chunk_len = usize::try_from(chunk_size)
+            .ok()
+            .filter(|&len| len > 0)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad chunk size"))?;
+        let block_len = chunk_len.max(SCAN_BLOCK / chunk_len * chunk_len);
+        let (blocks, received) = sync_channel::<Vec<u8>>(2);
+        let (whole, size, chunks) = std::thread::scope(|scope| {
+            let chunk_hasher = scope.spawn(move || {
+                let mut chunks = Vec::new();
+                for block in received {
+                    chunks.extend(
+                        block
+                            .chunks(chunk_len)
+                            .map(|c| hex::encode(Sha256::digest(c))),
+                    );
+                }
+                chunks
+            });
+            let mut whole = Sha256::new();
+            let mut size = 0u64;
+            loop {
+                let mut block = vec![0u8; block_len];
+                let filled = read_full(&mut reader, &mut block)?;
+                block.truncate(filled);
+                whole.update(&block);
+                size += filled as u64;
+                if filled == 0 || blocks.send(block).is_err() || filled < block_len {
+                    break;
+                }
             }
-            let chunk = buf.get(..filled).unwrap_or_default();
-            whole.update(chunk);
-            chunks.push(hex::encode(Sha256::digest(chunk)));
-            size += filled as u64;
-            if filled < buf_len {
-                break;
-            }
-        }
+            drop(blocks);
+            let chunks = chunk_hasher
+                .join()
+                .map_err(|_| io::Error::other("the chunk hashing thread panicked"))?;
+            Ok::<_, io::Error>((whole, size, chunks))
+        })?;
         Ok(ChunkedFile {
             size,
             sha256: hex::encode(whole.finalize()),

@@ -9,6 +9,7 @@ mod chunks;
 mod delta_push;
 mod landing;
 mod manifest;
+mod ordered_hash;
 mod parallel;
 mod pull;
 mod push;

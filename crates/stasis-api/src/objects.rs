@@ -125,6 +125,13 @@ pub trait Snapshots {
         }
     }
 
+    /// How far the clock of [`Objects::now_ms`] may lag the agent objects'
+    /// (ms): a chunk upload that began less than this after a collection
+    /// deleted the chunk is refused with 503 `chunk_being_collected`.
+    fn snapshot_clock_slack_ms(&self) -> i64 {
+        snapshot::DEFAULT_CLOCK_SLACK_MS
+    }
+
     /// The current snapshot, with its verified bytes when `with_bytes`
     /// (read whole: an export's).
     fn snapshot_read(

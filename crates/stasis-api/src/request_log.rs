@@ -65,6 +65,59 @@ impl RequestRecord {
     }
 }
 
+/// One request as a Workers Analytics Engine data point: what the edge
+/// writes where the host counts into `/metrics`. Queried with SQL over
+/// `blob1..blob6` and `double1..double4` (README, "Operating").
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataPoint {
+    /// The sampling key: the town (at most 96 bytes, the index limit), or
+    /// empty when the path names none.
+    pub index: String,
+    /// `route`, `method`, `status`, `error_code` (empty for none), `town`,
+    /// `agent` as `rig/agent`.
+    pub blobs: [String; 6],
+    /// 1 (the request), `duration_ms`, `bytes_in`, `bytes_out`.
+    pub doubles: [f64; 4],
+}
+
+/// Analytics Engine keeps an index of at most this many bytes.
+const MAX_INDEX_BYTES: usize = 96;
+
+impl RequestRecord {
+    /// The record as an Analytics Engine data point.
+    pub fn data_point(&self) -> DataPoint {
+        let town = self.town.clone().unwrap_or_default();
+        // Ids are ASCII, so a byte cut is a character cut.
+        let index = town.get(..MAX_INDEX_BYTES).unwrap_or(&town).to_owned();
+        let agent = match (&self.rig, &self.agent) {
+            (Some(rig), Some(agent)) => format!("{rig}/{agent}"),
+            _ => String::new(),
+        };
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "byte counts past 2^53 are beyond any request"
+        )]
+        let doubles = [
+            1.0,
+            self.duration_ms,
+            self.bytes_in as f64,
+            self.bytes_out as f64,
+        ];
+        DataPoint {
+            index,
+            blobs: [
+                self.route.to_owned(),
+                self.method.to_owned(),
+                self.status.to_string(),
+                self.error_code.clone().unwrap_or_default(),
+                town,
+                agent,
+            ],
+            doubles,
+        }
+    }
+}
+
 /// The longest `X-Request-Id` kept from a client.
 pub const MAX_REQUEST_ID: usize = 64;
 
@@ -98,6 +151,36 @@ pub fn method_label(method: &Method) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_data_point_carries_the_labels_as_blobs_and_the_figures_as_doubles() {
+        let path = format!("/api/towns/{}/rigs/r/agents/a/events", "t".repeat(128));
+        let mut record = RequestRecord::start("id-1", &Method::POST, &path);
+        record.status = 409;
+        record.error_code = Some("container_fenced".to_owned());
+        record.bytes_in = 300;
+        record.bytes_out = 120;
+        record.duration_ms = 2.5;
+        let point = record.data_point();
+        assert_eq!(point.index, "t".repeat(96), "the index is cut to 96 bytes");
+        assert_eq!(
+            point.blobs,
+            [
+                "/api/towns/{town}/rigs/{rig}/agents/{agent}/events".to_owned(),
+                "POST".to_owned(),
+                "409".to_owned(),
+                "container_fenced".to_owned(),
+                "t".repeat(128),
+                "r/a".to_owned(),
+            ]
+        );
+        assert_eq!(point.doubles, [1.0, 2.5, 300.0, 120.0]);
+        let unmatched = RequestRecord::start("id-2", &Method::GET, "/nope").data_point();
+        assert_eq!(
+            (unmatched.index.as_str(), unmatched.blobs[0].as_str()),
+            ("", "unmatched")
+        );
+    }
 
     #[test]
     fn a_record_names_the_template_and_ids_and_serialises_to_one_line() {

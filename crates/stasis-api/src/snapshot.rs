@@ -82,6 +82,7 @@ async fn put_request<O: Objects + Snapshots>(
         key_prefix: snapshot::key_prefix(key),
         limit: objects.snapshot_limit(),
         pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
+        clock_slack_ms: objects.snapshot_clock_slack_ms(),
     };
     if let Some(precondition) = &request.precondition {
         let check = SnapshotCall::CheckPrecondition {

@@ -111,6 +111,7 @@ pub async fn put_chunk<O: Objects + Snapshots>(
         chunk_saga::Upload {
             started_at: objects.now_ms(),
             pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
+            clock_slack_ms: objects.snapshot_clock_slack_ms(),
         },
     )
     .await?;

@@ -129,6 +129,7 @@ fn request() -> PutRequest {
         key_prefix: PREFIX.into(),
         limit: LIMIT,
         pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
+        clock_slack_ms: snapshot::DEFAULT_CLOCK_SLACK_MS,
     }
 }
 

@@ -78,6 +78,7 @@ fn request() -> PutRequest {
         key_prefix: PREFIX.into(),
         limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
         pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
+        clock_slack_ms: snapshot::DEFAULT_CLOCK_SLACK_MS,
     }
 }
 
@@ -194,4 +195,38 @@ fn a_collection_keeps_every_chunk_a_manifest_names() {
         .expect("collected");
     assert_eq!(kv.0.borrow().len(), 3, "the superseded last chunk went");
     assert_eq!(read_whole(&store, &kv).expect("whole"), second);
+}
+
+#[test]
+fn a_collected_chunk_is_recorded_again_only_once_its_upload_began_past_the_clock_slack() {
+    let (store, kv) = (store(), MemoryKv::default());
+    let first = body(2_500_000, 6);
+    write_whole(&store, &kv, &first, first.len() as u64);
+    let mut second = first.clone();
+    second[2_400_000] ^= 1;
+    // Commits and collects the first file's last chunk at the object's clock.
+    write_whole(&store, &kv, &second, second.len() as u64);
+    let tombstone_at = object(&store).env.now_ms;
+    let last = &first[2 << 20..];
+    let put = |started_at, clock_slack_ms| {
+        let upload = chunk_saga::Upload {
+            started_at,
+            pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
+            clock_slack_ms,
+        };
+        let name = sha256_hex(last);
+        run_ready(chunk_saga::put_chunk(
+            &object(&store),
+            &kv,
+            PREFIX,
+            &name,
+            last,
+            upload,
+        ))
+        .expect("ready")
+    };
+    let refused = |result: Result<bool, DomainError>| matches!(result, Err(DomainError::Unavailable(r)) if r.code == "chunk_being_collected");
+    assert!(refused(put(tombstone_at, 0)), "begun by the tombstone");
+    assert!(refused(put(tombstone_at + 500, 1_000)), "within the slack");
+    assert!(put(tombstone_at + 500, 0).expect("recorded"), "recorded past the slack");
 }

@@ -95,13 +95,9 @@ impl KvFolder {
             let path = path.to_path_buf();
             move |source| KvError::Io { path, source }
         };
-        let temp_dir = bucket.dir.join(TEMP_DIR);
-        fs::create_dir_all(&temp_dir).map_err(io(&temp_dir))?;
-        let temp = temp_dir.join(format!(
-            "{}-{}",
-            std::process::id(),
-            self.temp_counter.fetch_add(1, Ordering::Relaxed)
-        ));
+        let temp = self
+            .temp_file(bucket)
+            .map_err(|(path, source)| KvError::Io { path, source })?;
         let written = (|| {
             let mut file = fs::File::create(&temp)?;
             file.write_all(value)?;
@@ -125,6 +121,22 @@ impl KvFolder {
             sync_dir(&parent).map_err(io(&parent))?;
         }
         Ok(())
+    }
+
+    /// Whether values are fsynced.
+    pub(super) fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// A new temporary file's path in `bucket` (its folder created).
+    pub(super) fn temp_file(&self, bucket: &BucketHandle) -> Result<PathBuf, (PathBuf, io::Error)> {
+        let temp_dir = bucket.dir.join(TEMP_DIR);
+        fs::create_dir_all(&temp_dir).map_err(|err| (temp_dir.clone(), err))?;
+        Ok(temp_dir.join(format!(
+            "{}-{}",
+            std::process::id(),
+            self.temp_counter.fetch_add(1, Ordering::Relaxed)
+        )))
     }
 
     /// Removes `key`; a missing key is fine.
@@ -220,7 +232,7 @@ fn walk(dir: &Path, base: &str, keys: &mut Vec<String>) -> io::Result<()> {
 }
 
 /// The file of `key`: each `/`-separated segment must be a plain name.
-fn key_path(bucket: &BucketHandle, key: &str) -> Result<PathBuf, KvError> {
+pub(super) fn key_path(bucket: &BucketHandle, key: &str) -> Result<PathBuf, KvError> {
     let mut path = bucket.dir.clone();
     for segment in key.split('/') {
         check_segment(segment)?;
@@ -246,7 +258,7 @@ fn check_segment(segment: &str) -> Result<(), KvError> {
 
 /// Creates `dir` and its parents; with fsync durability each new entry is
 /// synced into its parent.
-fn create_dirs(dir: &Path, durability: Durability) -> io::Result<()> {
+pub(super) fn create_dirs(dir: &Path, durability: Durability) -> io::Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
@@ -266,7 +278,7 @@ fn create_dirs(dir: &Path, durability: Durability) -> io::Result<()> {
     Ok(())
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()
 }
 

@@ -5,6 +5,7 @@ pub mod calls;
 pub mod components;
 pub mod event_log_calls;
 pub mod guest_state;
+pub mod kv_batch;
 pub mod kv_folder;
 pub mod object;
 mod object_metrics;

@@ -230,6 +230,11 @@ impl Snapshots for HostObjects {
     fn snapshot_pending_ttl_ms(&self) -> i64 {
         self.inner.snapshot_pending_ttl_ms
     }
+
+    /// The saga and the agent objects read the same clock.
+    fn snapshot_clock_slack_ms(&self) -> i64 {
+        0
+    }
 }
 
 fn mismatch() -> DomainError {

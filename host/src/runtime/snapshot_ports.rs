@@ -5,6 +5,7 @@
 //! the CPU's SHA extensions where it has them).
 
 use super::{
+    kv_batch::Staged,
     kv_folder::{BucketHandle, KvError, KvFolder},
     objects::HostObjects,
 };
@@ -18,7 +19,7 @@ use stasis_domain::{
         saga::{BlobStore, SnapshotObject},
     },
 };
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// An agent's object, as the snapshot sagas reach it.
 pub struct HostAgentObject<'a> {
@@ -44,11 +45,30 @@ impl SnapshotObject for HostAgentObject<'_> {
 }
 
 /// The snapshots bucket of the KV folder; each operation runs on a
-/// blocking thread (files are written and fsynced).
+/// blocking thread (files are written and fsynced). Values written in a
+/// batch wait, unsettled, in this handle (one per request).
 #[derive(Clone)]
 pub struct HostBlobs {
     kv: Arc<KvFolder>,
     bucket: BucketHandle,
+    unsettled: Arc<Unsettled>,
+}
+
+/// Batched values not yet settled; dropped unsettled, their temporary
+/// files go.
+#[derive(Default)]
+struct Unsettled(Mutex<Vec<Staged>>);
+
+impl Unsettled {
+    fn take(&self) -> Vec<Staged> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl Drop for Unsettled {
+    fn drop(&mut self) {
+        self.take().into_iter().for_each(Staged::discard);
+    }
 }
 
 impl HostBlobs {
@@ -58,6 +78,7 @@ impl HostBlobs {
         Ok(Self {
             kv: Arc::clone(kv),
             bucket,
+            unsettled: Arc::default(),
         })
     }
 
@@ -87,6 +108,30 @@ impl BlobStore for HostBlobs {
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, DomainError> {
         let key = key.to_owned();
         self.blocking(move |kv, bucket| kv.get(bucket, &key)).await
+    }
+
+    async fn put_batched(&self, key: &str, value: &[u8]) -> Result<(), DomainError> {
+        let (key, value) = (key.to_owned(), value.to_vec());
+        let staged = self
+            .blocking(move |kv, bucket| kv.stage(bucket, &key, &value))
+            .await?;
+        self.unsettled
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(staged);
+        Ok(())
+    }
+
+    async fn settle(&self) -> Result<(), DomainError> {
+        let staged = self.unsettled.take();
+        self.blocking(move |kv, _| kv.settle(staged)).await
+    }
+
+    async fn delete_all(&self, keys: &[String]) -> Result<(), DomainError> {
+        let keys = keys.to_vec();
+        self.blocking(move |kv, bucket| kv.delete_many(bucket, &keys))
+            .await
     }
 
     async fn delete(&self, key: &str) -> Result<(), DomainError> {

@@ -203,6 +203,7 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
             key_prefix: snapshot::key_prefix(self.key),
             limit: self.objects.snapshot_limit(),
             pending_ttl_ms: self.objects.snapshot_pending_ttl_ms(),
+            clock_slack_ms: self.objects.snapshot_clock_slack_ms(),
         };
         let staged = self
             .objects

@@ -80,6 +80,9 @@ pub enum SnapshotCall {
         /// How long they are kept while no manifest names them (ms).
         #[serde(default = "super::default_pending_ttl")]
         pending_ttl_ms: i64,
+        /// How far `started_at`'s clock may lag the object's (ms).
+        #[serde(default = "super::default_clock_slack")]
+        clock_slack_ms: i64,
     },
     /// Switches the metadata to a manifest whose chunks the store holds.
     CommitManifest {

@@ -70,6 +70,7 @@ pub fn execute(
             chunks,
             started_at,
             pending_ttl_ms,
+            clock_slack_ms,
         } => {
             let mut parsed = Vec::with_capacity(chunks.len());
             for (hex, size) in chunks {
@@ -80,6 +81,7 @@ pub fn execute(
                 started_at: *started_at,
                 now_ms: now,
                 pending_until: now.saturating_add(*pending_ttl_ms),
+                clock_slack_ms: (*clock_slack_ms).max(0),
             };
             SnapshotReply::Recorded(chunk_table::record(store, &parsed, &times)?)
         }

@@ -27,6 +27,8 @@ pub struct Upload {
     pub started_at: i64,
     /// How long its chunks are kept uncommitted (ms).
     pub pending_ttl_ms: i64,
+    /// How far the upload's clock may lag the object's (ms).
+    pub clock_slack_ms: i64,
 }
 
 /// The chunks of `chunks` the agent's store lacks, once each, in order;
@@ -80,6 +82,7 @@ pub async fn record(
         chunks,
         started_at: upload.started_at,
         pending_ttl_ms: upload.pending_ttl_ms,
+        clock_slack_ms: upload.clock_slack_ms,
     };
     match object.call(call).await? {
         SnapshotReply::Recorded(fresh) => Ok(fresh),
@@ -214,9 +217,8 @@ pub(super) async fn delete_chunks(
     if chunks.is_empty() {
         return Ok(0);
     }
-    for chunk in &chunks {
-        blobs.delete(&chunk_key(key_prefix, chunk)).await?;
-    }
+    let keys: Vec<String> = chunks.iter().map(|c| chunk_key(key_prefix, c)).collect();
+    blobs.delete_all(&keys).await?;
     let count = u64::try_from(chunks.len()).unwrap_or(u64::MAX);
     match object.call(SnapshotCall::CollectDone { chunks }).await? {
         SnapshotReply::Done => Ok(count),

@@ -41,9 +41,6 @@ pub(super) const STATEMENTS: &[&str] = &[
 
 /// Bound parameters per statement (Durable Objects allow 100).
 const BATCH: usize = 90;
-/// How long after its tombstone an upload of the same chunk may be
-/// recorded: the worker's and the object's clocks may differ a little.
-const CLOCK_SLACK_MS: i64 = 1_000;
 
 const STORED: &str = "stored";
 const DELETING: &str = "deleting";
@@ -148,6 +145,9 @@ pub struct Times {
     pub now_ms: i64,
     /// Until when its chunks are kept while no manifest names them.
     pub pending_until: i64,
+    /// How far `started_at`'s clock may lag this object's: an upload is
+    /// recorded over a tombstone only when it began this much after it.
+    pub clock_slack_ms: i64,
 }
 
 /// Records chunks KV now holds; returns, for each, whether it was new.
@@ -162,6 +162,7 @@ pub fn record(
         started_at,
         now_ms,
         pending_until,
+        clock_slack_ms,
     } = *times;
     let mut fresh = Vec::with_capacity(chunks.len());
     for (hash, size) in chunks {
@@ -183,7 +184,7 @@ pub fn record(
                 fresh.push(false);
             }
             Some((state, changed_at))
-                if state == DELETING || changed_at.saturating_add(CLOCK_SLACK_MS) >= started_at =>
+                if state == DELETING || changed_at.saturating_add(clock_slack_ms) >= started_at =>
             {
                 return Err(being_collected(hash));
             }

@@ -61,6 +61,11 @@ pub const PENDING_CHUNK_TTL_MS: i64 = 60 * 60 * 1000;
 /// The most chunks one collection step deletes (Workers KV allows 1,000
 /// operations per invocation).
 pub const COLLECT_BATCH: u64 = 200;
+/// How far the clock of the process that uploads chunks may lag the agent
+/// object's unless the runtime knows better: a recorded upload that began
+/// less than this after a collection deleted the chunk is refused. The
+/// host reads one clock for both and uses 0.
+pub const DEFAULT_CLOCK_SLACK_MS: i64 = 1_000;
 /// Snapshots up to this size are stored inline unless configured otherwise.
 pub const DEFAULT_INLINE_LIMIT: u64 = 1_048_576;
 /// The inline limit may not pass this: a Durable Object SQL row holds at
@@ -156,6 +161,9 @@ pub struct PutRequest {
     /// How long chunks written but not yet committed are kept (ms).
     #[serde(default = "default_pending_ttl")]
     pub pending_ttl_ms: i64,
+    /// See [`DEFAULT_CLOCK_SLACK_MS`].
+    #[serde(default = "default_clock_slack")]
+    pub clock_slack_ms: i64,
 }
 
 fn default_limit() -> u64 {
@@ -164,6 +172,10 @@ fn default_limit() -> u64 {
 
 fn default_pending_ttl() -> i64 {
     PENDING_CHUNK_TTL_MS
+}
+
+fn default_clock_slack() -> i64 {
+    DEFAULT_CLOCK_SLACK_MS
 }
 
 /// The KV key of one of an agent's chunks.

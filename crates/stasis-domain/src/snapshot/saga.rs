@@ -41,6 +41,35 @@ pub trait BlobStore {
     /// Waits `ms` milliseconds.
     fn pause(&self, ms: u64) -> impl Future<Output = ()>;
 
+    /// Stores `value` under `key` as part of a batch that
+    /// [`BlobStore::settle`] makes durable (and, on a store that needs it,
+    /// visible) all at once: until then nothing may rely on it. A store
+    /// whose writes cost little apart keeps the default, a plain
+    /// [`BlobStore::put`].
+    fn put_batched(
+        &self,
+        key: &str,
+        value: &[u8],
+    ) -> impl Future<Output = Result<(), DomainError>> {
+        self.put(key, value)
+    }
+
+    /// Makes every value this handle stored with [`BlobStore::put_batched`]
+    /// since the last settle durable and visible under its key.
+    fn settle(&self) -> impl Future<Output = Result<(), DomainError>> {
+        async { Ok(()) }
+    }
+
+    /// Removes every key of `keys`; missing keys are fine.
+    fn delete_all(&self, keys: &[String]) -> impl Future<Output = Result<(), DomainError>> {
+        async move {
+            for key in keys {
+                self.delete(key).await?;
+            }
+            Ok(())
+        }
+    }
+
     /// Lowercase hex sha256 of `bytes`. A runtime with a faster native
     /// digest than the portable one (the Workers runtime's WebCrypto)
     /// overrides it; the result must be the same.

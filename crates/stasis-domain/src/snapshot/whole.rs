@@ -87,22 +87,29 @@ impl WholeWriter {
         let bytes = std::mem::take(&mut self.buffer);
         let name = blobs.sha256_hex(&bytes).await;
         blobs
-            .put(&chunk_key(&self.request.key_prefix, &name), &bytes)
+            .put_batched(&chunk_key(&self.request.key_prefix, &name), &bytes)
             .await?;
         let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
         self.chunks.push(name.clone());
         self.unrecorded.push((name, size));
         if self.unrecorded.len() >= RECORD_BATCH {
-            self.record(object).await?;
+            self.record(object, blobs).await?;
         }
         Ok(())
     }
 
-    async fn record(&mut self, object: &impl SnapshotObject) -> Result<(), DomainError> {
+    /// Makes the batch's chunks durable together, then records them.
+    async fn record(
+        &mut self,
+        object: &impl SnapshotObject,
+        blobs: &impl BlobStore,
+    ) -> Result<(), DomainError> {
+        blobs.settle().await?;
         let batch = std::mem::take(&mut self.unrecorded);
         let upload = chunk_saga::Upload {
             started_at: self.started_at,
             pending_ttl_ms: self.request.pending_ttl_ms,
+            clock_slack_ms: self.request.clock_slack_ms,
         };
         chunk_saga::record(object, batch, upload).await.map(drop)
     }
@@ -130,7 +137,7 @@ impl WholeWriter {
         if !self.buffer.is_empty() {
             self.flush(object, blobs).await?;
         }
-        self.record(object).await?;
+        self.record(object, blobs).await?;
         let manifest = Manifest {
             size: self.size,
             sha256,

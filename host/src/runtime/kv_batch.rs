@@ -1,0 +1,197 @@
+//! Writes and deletes of many KV values made durable together: a
+//! whole-file snapshot PUT writes its chunks, and a collection deletes
+//! them, a batch at a time.
+//!
+//! A batched value is written to a temporary file without fsync; the
+//! batch's settle fsyncs every temporary file at once (from a few threads,
+//! so that the file system commits them together), then renames each into
+//! place and fsyncs each folder touched once. A key therefore only ever
+//! names a whole, durable value, as with [`KvFolder::set`]; what a crash
+//! leaves before the settle is temporary files, removed at the next start.
+
+use super::kv_folder::{BucketHandle, KvError, KvFolder, create_dirs, key_path, sync_dir};
+use stasis_sqlite::Durability;
+use std::{
+    collections::BTreeSet,
+    fs,
+    io::{self, Write},
+    path::{Path, PathBuf},
+};
+
+/// Threads that fsync a batch's files at once.
+const SYNC_THREADS: usize = 4;
+
+/// A value written to its temporary file, not yet in place.
+#[derive(Debug)]
+pub struct Staged {
+    temp: PathBuf,
+    path: PathBuf,
+}
+
+impl Staged {
+    /// Removes the temporary file of a value that will not be settled.
+    pub fn discard(self) {
+        let _ = fs::remove_file(&self.temp);
+    }
+}
+
+impl KvFolder {
+    /// Writes `value` for `key` to a temporary file (no fsync): in place
+    /// and durable once [`KvFolder::settle`] ran.
+    pub fn stage(&self, bucket: &BucketHandle, key: &str, value: &[u8]) -> Result<Staged, KvError> {
+        let path = key_path(bucket, key)?;
+        let temp = self
+            .temp_file(bucket)
+            .map_err(|(path, source)| KvError::Io { path, source })?;
+        let written = fs::File::create(&temp).and_then(|mut file| file.write_all(value));
+        if let Err(source) = written {
+            let _ = fs::remove_file(&temp);
+            return Err(KvError::Io { path: temp, source });
+        }
+        Ok(Staged { temp, path })
+    }
+
+    /// Puts every staged value in place durably: all fsynced, then
+    /// renamed, then each folder fsynced once. On a failure the values not
+    /// yet in place are discarded.
+    pub fn settle(&self, staged: Vec<Staged>) -> Result<(), KvError> {
+        if staged.is_empty() {
+            return Ok(());
+        }
+        if self.durability() == Durability::Fsync
+            && let Err((path, source)) = sync_files(&staged)
+        {
+            staged.into_iter().for_each(Staged::discard);
+            return Err(KvError::Io { path, source });
+        }
+        let mut folders = BTreeSet::new();
+        let mut staged = staged.into_iter();
+        while let Some(value) = staged.next() {
+            let parent = value
+                .path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
+            let placed = create_dirs(&parent, self.durability())
+                .and_then(|()| fs::rename(&value.temp, &value.path));
+            if let Err(source) = placed {
+                let path = value.path.clone();
+                value.discard();
+                staged.for_each(Staged::discard);
+                return Err(KvError::Io { path, source });
+            }
+            folders.insert(parent);
+        }
+        self.sync_folders(&folders)
+    }
+
+    /// Removes every `key` (a missing one is fine), then fsyncs each
+    /// folder touched once.
+    pub fn delete_many(&self, bucket: &BucketHandle, keys: &[String]) -> Result<(), KvError> {
+        let mut folders = BTreeSet::new();
+        for key in keys {
+            let path = key_path(bucket, key)?;
+            match fs::remove_file(&path) {
+                Ok(()) => {
+                    if let Some(parent) = path.parent() {
+                        folders.insert(parent.to_path_buf());
+                    }
+                }
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => return Err(KvError::Io { path, source }),
+            }
+        }
+        self.sync_folders(&folders)
+    }
+
+    fn sync_folders(&self, folders: &BTreeSet<PathBuf>) -> Result<(), KvError> {
+        if self.durability() != Durability::Fsync {
+            return Ok(());
+        }
+        for folder in folders {
+            sync_dir(folder).map_err(|source| KvError::Io {
+                path: folder.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Fsyncs every staged file, a few at once; the first failure is the answer.
+fn sync_files(staged: &[Staged]) -> Result<(), (PathBuf, io::Error)> {
+    let per_thread = staged.len().div_ceil(SYNC_THREADS).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = staged
+            .chunks(per_thread)
+            .map(|part| {
+                scope.spawn(move || {
+                    for value in part {
+                        let synced = fs::File::open(&value.temp).and_then(|file| file.sync_all());
+                        synced.map_err(|err| (value.temp.clone(), err))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|worker| {
+            worker.join().unwrap_or_else(|_| {
+                Err((PathBuf::new(), io::Error::other("an fsync thread panicked")))
+            })
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder() -> (tempfile::TempDir, KvFolder, BucketHandle) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kv = KvFolder::new(dir.path().join("kv"), Durability::Fsync);
+        let bucket = kv.open("snapshots").expect("bucket");
+        (dir, kv, bucket)
+    }
+
+    #[test]
+    fn staged_values_appear_only_once_settled() {
+        let (_dir, kv, bucket) = folder();
+        let staged: Vec<Staged> = (0..10)
+            .map(|k| {
+                let key = format!("t/r/a/chunks/c{k}");
+                kv.stage(&bucket, &key, format!("value {k}").as_bytes())
+                    .expect("stage")
+            })
+            .collect();
+        assert_eq!(kv.get(&bucket, "t/r/a/chunks/c3").expect("get"), None);
+        kv.settle(staged).expect("settle");
+        for k in 0..10 {
+            let value = kv.get(&bucket, &format!("t/r/a/chunks/c{k}")).expect("get");
+            assert_eq!(value, Some(format!("value {k}").into_bytes()));
+        }
+        assert_eq!(kv.list(&bucket, "t/r/a/", None).expect("list").0.len(), 10);
+    }
+
+    #[test]
+    fn discarded_values_leave_no_file() {
+        let (_dir, kv, bucket) = folder();
+        kv.stage(&bucket, "k", b"v").expect("stage").discard();
+        assert_eq!(kv.get(&bucket, "k").expect("get"), None);
+        let temps = fs::read_dir(bucket.dir.join(".tmp"))
+            .expect("temp dir")
+            .count();
+        assert_eq!(temps, 0);
+    }
+
+    #[test]
+    fn many_keys_go_at_once_and_missing_ones_are_fine() {
+        let (_dir, kv, bucket) = folder();
+        kv.set(&bucket, "a/x", b"1").expect("set");
+        kv.set(&bucket, "a/y", b"2").expect("set");
+        kv.set(&bucket, "b/z", b"3").expect("set");
+        let keys = ["a/x", "b/z", "a/never"].map(String::from);
+        kv.delete_many(&bucket, &keys).expect("delete");
+        assert_eq!(kv.list(&bucket, "", None).expect("list").0, vec!["a/y"]);
+        assert!(kv.delete_many(&bucket, &["../x".into()]).is_err());
+    }
+}
