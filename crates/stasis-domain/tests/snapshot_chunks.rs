@@ -228,5 +228,8 @@ fn a_collected_chunk_is_recorded_again_only_once_its_upload_began_past_the_clock
     let refused = |result: Result<bool, DomainError>| matches!(result, Err(DomainError::Unavailable(r)) if r.code == "chunk_being_collected");
     assert!(refused(put(tombstone_at, 0)), "begun by the tombstone");
     assert!(refused(put(tombstone_at + 500, 1_000)), "within the slack");
-    assert!(put(tombstone_at + 500, 0).expect("recorded"), "recorded past the slack");
+    assert!(
+        put(tombstone_at + 500, 0).expect("recorded"),
+        "recorded past the slack"
+    );
 }
