@@ -7,9 +7,9 @@
 
 use crate::{
     do_sql::DoSql,
-    objects::{ChunkRange, ObjectRequest},
+    objects::ObjectRequest,
     settings,
-    snapshots::WorkersKv,
+    snapshots::{ChunkRange, WorkersKv},
 };
 use futures::channel::oneshot;
 use stasis_api::{Objects, sse::Tail};
