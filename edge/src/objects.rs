@@ -1,7 +1,7 @@
 //! The worker's [`Objects`] port: calls go to each object's Durable Object.
 
 use serde::{Deserialize, Serialize};
-use stasis_api::{Objects, sse::Tail};
+use stasis_api::{Objects, settings::StorageSettings, sse::Tail};
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply},
@@ -39,14 +39,20 @@ pub struct ObjectRequest<C> {
 pub struct EdgeObjects {
     /// The worker's bindings (the snapshot port reads KV and settings).
     pub(crate) env: Env,
+    /// The storage settings, checked when the request arrived.
+    pub(crate) storage: StorageSettings,
     /// Set on the copy serving one container token's write.
     fence: Option<Fence>,
 }
 
 impl EdgeObjects {
     /// Objects of this worker's environment.
-    pub fn new(env: Env) -> Self {
-        Self { env, fence: None }
+    pub fn new(env: Env, storage: StorageSettings) -> Self {
+        Self {
+            env,
+            storage,
+            fence: None,
+        }
     }
 
     fn request<C: Serialize>(&self, call: C) -> Result<String, DomainError> {
@@ -152,6 +158,7 @@ impl Objects for EdgeObjects {
     fn fenced(&self, fence: Fence) -> Self {
         Self {
             env: self.env.clone(),
+            storage: self.storage,
             fence: Some(fence),
         }
     }

@@ -152,11 +152,11 @@ impl Snapshots for EdgeObjects {
     }
 
     fn snapshot_inline_limit(&self) -> u64 {
-        crate::settings::snapshot_inline_limit(&self.env)
+        self.storage.snapshot_inline_limit
     }
 
     fn snapshot_limit(&self) -> u64 {
-        crate::settings::snapshot_limit(&self.env)
+        self.storage.snapshot_limit
     }
 
     /// Workers KV allows 1,000 operations per invocation.
