@@ -49,7 +49,7 @@ deny: ## licenses, bans and sources of the three lockfiles
 	cd edge && cargo deny --config ../deny.toml check bans licenses sources
 
 demo: ## the spec's eviction-and-recovery scenario against a fresh local host
-	cargo run --release -p stasis-host -- demo
+	cargo run --release -p stasis-demo
 
 real-agent-demo: ## the same story with the real Kilo CLI
 	cargo build -p stasis-host -p stasis-client -p stasis-kilo-harness

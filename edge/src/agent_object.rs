@@ -7,9 +7,9 @@
 
 use crate::{
     do_sql::DoSql,
-    objects::{ChunkRange, ObjectRequest},
+    objects::ObjectRequest,
     settings,
-    snapshots::WorkersKv,
+    snapshots::{ChunkRange, WorkersKv},
 };
 use futures::channel::oneshot;
 use stasis_api::{Objects, sse::Tail};
@@ -19,6 +19,7 @@ use stasis_domain::{
     event_log,
     fence::Fence,
     ids::AgentKey,
+    limits,
     town::{TownCall, TownReply},
 };
 use std::{cell::RefCell, rc::Rc, time::Duration};
@@ -54,7 +55,10 @@ impl DurableObject for AgentObject {
             core: Rc::new(AgentCore {
                 sql,
                 storage,
-                max_events: settings::max_events(&env),
+                // A refused setting never reaches here: the worker answers
+                // 503 `not_configured` before it calls any object.
+                max_events: settings::storage(&env)
+                    .map_or(limits::DEFAULT_MAX_EVENTS, |s| s.max_events_per_agent),
                 waiters: RefCell::new(Vec::new()),
             }),
             env,

@@ -49,7 +49,11 @@ async fn serve(mut req: Request, env: Env, head: &http::request::Parts) -> Resul
         }
         Err(err) => return not_configured(format!("this worker's keys are refused: {err}")),
     };
-    let api = Api::new(objects::EdgeObjects::new(env.clone()), Some(keys));
+    let storage = match settings::storage(&env) {
+        Ok(storage) => storage,
+        Err(err) => return not_configured(format!("this worker's settings are refused: {err}")),
+    };
+    let api = Api::new(objects::EdgeObjects::new(env.clone(), storage), Some(keys));
     let admitted = match api.admit(head) {
         Ok(admitted) => admitted,
         Err(err) => return Answered::full(err.into_response()),

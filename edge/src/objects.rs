@@ -1,11 +1,7 @@
 //! The worker's [`Objects`] port: calls go to each object's Durable Object.
 
-use crate::snapshots::{AgentStub, WorkersKv};
-use bytes::Bytes;
-use futures::{Stream, TryStreamExt as _};
 use serde::{Deserialize, Serialize};
-use stasis_api::{Objects, Snapshots, sse::Tail};
-use stasis_domain::snapshot::{self, ranges::RANGE_CHUNKS};
+use stasis_api::{Objects, settings::StorageSettings, sse::Tail};
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply},
@@ -41,15 +37,22 @@ pub struct ObjectRequest<C> {
 /// Reaches objects through their Durable Object stubs.
 #[derive(Clone)]
 pub struct EdgeObjects {
-    env: Env,
+    /// The worker's bindings (the snapshot port reads KV and settings).
+    pub(crate) env: Env,
+    /// The storage settings, checked when the request arrived.
+    pub(crate) storage: StorageSettings,
     /// Set on the copy serving one container token's write.
     fence: Option<Fence>,
 }
 
 impl EdgeObjects {
     /// Objects of this worker's environment.
-    pub fn new(env: Env) -> Self {
-        Self { env, fence: None }
+    pub fn new(env: Env, storage: StorageSettings) -> Self {
+        Self {
+            env,
+            storage,
+            fence: None,
+        }
     }
 
     fn request<C: Serialize>(&self, call: C) -> Result<String, DomainError> {
@@ -60,11 +63,7 @@ impl EdgeObjects {
         serde_json::to_string(&request).map_err(|err| DomainError::Storage(err.to_string()))
     }
 
-    fn stub<'a>(&'a self, key: &'a AgentKey) -> AgentStub<'a> {
-        AgentStub { objects: self, key }
-    }
-
-    fn agent_stub(&self, key: &AgentKey) -> worker::Result<Stub> {
+    pub(crate) fn agent_stub(&self, key: &AgentKey) -> worker::Result<Stub> {
         self.env
             .durable_object(AGENTS)?
             .id_from_name(&key.object_name())?
@@ -80,7 +79,7 @@ impl EdgeObjects {
     }
 }
 
-fn post_json(url: &str, body: &str) -> worker::Result<Request> {
+pub(crate) fn post_json(url: &str, body: &str) -> worker::Result<Request> {
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
         .with_body(Some(JsValue::from_str(body)));
@@ -159,78 +158,8 @@ impl Objects for EdgeObjects {
     fn fenced(&self, fence: Fence) -> Self {
         Self {
             env: self.env.clone(),
+            storage: self.storage,
             fence: Some(fence),
         }
     }
-}
-
-impl Snapshots for EdgeObjects {
-    type Object<'a> = AgentStub<'a>;
-    type Blobs = WorkersKv;
-
-    fn snapshot_object<'a>(&'a self, key: &'a AgentKey) -> AgentStub<'a> {
-        self.stub(key)
-    }
-
-    fn snapshot_blobs(&self) -> Result<WorkersKv, DomainError> {
-        WorkersKv::open(&self.env)
-    }
-
-    fn snapshot_inline_limit(&self) -> u64 {
-        crate::settings::snapshot_inline_limit(&self.env)
-    }
-
-    fn snapshot_limit(&self) -> u64 {
-        crate::settings::snapshot_limit(&self.env)
-    }
-
-    /// Workers KV allows 1,000 operations per invocation.
-    fn snapshot_range_chunks(&self) -> Option<usize> {
-        Some(RANGE_CHUNKS)
-    }
-
-    /// The range is read by the agent's Durable Object: each request to it
-    /// is an invocation of its own, with its own KV budget. Its answer
-    /// streams, so neither side holds the range whole.
-    fn snapshot_range(
-        &self,
-        key: &AgentKey,
-        chunks: Vec<String>,
-    ) -> impl Stream<Item = Result<Bytes, DomainError>> + use<> {
-        let object = key.object_name();
-        let unreachable =
-            move |err: worker::Error| DomainError::Storage(format!("agent object {object}: {err}"));
-        let range = ChunkRange {
-            key_prefix: snapshot::key_prefix(key),
-            chunks,
-        };
-        let stub = self.agent_stub(key);
-        let opened = async move {
-            let body = serde_json::to_string(&range)?;
-            let request = post_json("https://agent.stasis/chunks", &body)?;
-            let mut response = stub?.fetch_with_request(request).await?;
-            if response.status_code() != 200 {
-                let status = response.status_code();
-                let text = response.text().await.unwrap_or_default();
-                return Err(worker::Error::RustError(format!(
-                    "reading chunks answered {status}: {text}"
-                )));
-            }
-            response.stream()
-        };
-        futures::stream::once(opened)
-            .map_ok(|bytes| bytes.map_ok(Bytes::from))
-            .try_flatten()
-            .map_err(unreachable)
-    }
-}
-
-/// What the worker asks the agent's object for: chunks of the agent's
-/// store, in order (at most `RANGE_CHUNKS`).
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ChunkRange {
-    /// The agent's KV key prefix.
-    pub key_prefix: String,
-    /// The chunks' sha256s.
-    pub chunks: Vec<String>,
 }

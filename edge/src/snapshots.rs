@@ -3,15 +3,19 @@
 //! store. The bytes go from the worker to KV directly; only inline
 //! snapshots travel to the Durable Object.
 
-use crate::objects::EdgeObjects;
+use crate::objects::{EdgeObjects, post_json};
+use bytes::Bytes;
+use futures::{Stream, TryStreamExt as _};
 use js_sys::{Function, Promise, Reflect, Uint8Array};
-use stasis_api::Objects;
+use serde::{Deserialize, Serialize};
+use stasis_api::{Objects, Snapshots};
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply},
     ids::AgentKey,
     snapshot::{
         self, SnapshotCall, SnapshotReply,
+        ranges::RANGE_CHUNKS,
         saga::{BlobStore, SnapshotObject},
     },
 };
@@ -133,4 +137,75 @@ async fn web_crypto_sha256(bytes: &[u8]) -> Result<String, JsValue> {
     let buffer = JsFuture::from(promise).await?;
     let hash = Uint8Array::new(&buffer).to_vec();
     Ok(hash.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+impl Snapshots for EdgeObjects {
+    type Object<'a> = AgentStub<'a>;
+    type Blobs = WorkersKv;
+
+    fn snapshot_object<'a>(&'a self, key: &'a AgentKey) -> AgentStub<'a> {
+        AgentStub { objects: self, key }
+    }
+
+    fn snapshot_blobs(&self) -> Result<WorkersKv, DomainError> {
+        WorkersKv::open(&self.env)
+    }
+
+    fn snapshot_inline_limit(&self) -> u64 {
+        self.storage.snapshot_inline_limit
+    }
+
+    fn snapshot_limit(&self) -> u64 {
+        self.storage.snapshot_limit
+    }
+
+    /// Workers KV allows 1,000 operations per invocation.
+    fn snapshot_range_chunks(&self) -> Option<usize> {
+        Some(RANGE_CHUNKS)
+    }
+
+    /// The range is read by the agent's Durable Object: each request to it
+    /// is an invocation of its own, with its own KV budget. Its answer
+    /// streams, so neither side holds the range whole.
+    fn snapshot_range(
+        &self,
+        key: &AgentKey,
+        chunks: Vec<String>,
+    ) -> impl Stream<Item = Result<Bytes, DomainError>> + use<> {
+        let object = key.object_name();
+        let unreachable =
+            move |err: worker::Error| DomainError::Storage(format!("agent object {object}: {err}"));
+        let range = ChunkRange {
+            key_prefix: snapshot::key_prefix(key),
+            chunks,
+        };
+        let stub = self.agent_stub(key);
+        let opened = async move {
+            let body = serde_json::to_string(&range)?;
+            let request = post_json("https://agent.stasis/chunks", &body)?;
+            let mut response = stub?.fetch_with_request(request).await?;
+            if response.status_code() != 200 {
+                let status = response.status_code();
+                let text = response.text().await.unwrap_or_default();
+                return Err(worker::Error::RustError(format!(
+                    "reading chunks answered {status}: {text}"
+                )));
+            }
+            response.stream()
+        };
+        futures::stream::once(opened)
+            .map_ok(|bytes| bytes.map_ok(Bytes::from))
+            .try_flatten()
+            .map_err(unreachable)
+    }
+}
+
+/// What the worker asks the agent's object for: chunks of the agent's
+/// store, in order (at most `RANGE_CHUNKS`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ChunkRange {
+    /// The agent's KV key prefix.
+    pub key_prefix: String,
+    /// The chunks' sha256s.
+    pub chunks: Vec<String>,
 }

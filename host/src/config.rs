@@ -1,7 +1,10 @@
 //! Settings of `stasis serve`.
 
 use anyhow::{Context, bail};
-use stasis_api::auth::{KeyRing, KeySettings};
+use stasis_api::{
+    auth::{KeyRing, KeySettings},
+    settings::StorageSettings,
+};
 use stasis_sqlite::Durability;
 use std::{
     net::SocketAddr,
@@ -103,16 +106,13 @@ impl ServeConfig {
                 self.listen
             );
         }
-        if self.max_events_per_agent == 0 {
-            bail!("--max-events-per-agent must be at least 1");
+        // The rules the edge applies to the same settings.
+        StorageSettings {
+            max_events_per_agent: self.max_events_per_agent,
+            snapshot_inline_limit: self.snapshot_inline_limit,
+            snapshot_limit: self.snapshot_limit,
         }
-        let max_inline = stasis_domain::snapshot::MAX_INLINE_LIMIT;
-        if self.snapshot_inline_limit > max_inline {
-            bail!(
-                "--snapshot-inline-limit may be at most {max_inline} bytes (a Durable Object row \
-                 holds at most 2,000,000 bytes)"
-            );
-        }
+        .check()?;
         self.check_limits()
     }
 

@@ -1,7 +1,6 @@
-//! The `stasis` command: serve the local runtime, mint tokens, or run the
-//! end-to-end demo.
+//! The `stasis` command: serve the local runtime, or mint tokens. (The
+//! end-to-end demo is `stasis-demo`, in tools/demo.)
 
-mod demo;
 mod serve_args;
 
 use anyhow::Context;
@@ -29,9 +28,6 @@ enum Command {
     Serve(serve_args::ServeArgs),
     /// Print a bearer token minted from the secret.
     Token(TokenArgs),
-    /// Run the spec's scenario end to end: container A is evicted, container
-    /// B gets everything back. Against a fresh in-process host, or --url.
-    Demo(demo::DemoArgs),
 }
 
 /// Where the token keys come from (README, "Tokens and keys").
@@ -94,7 +90,6 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Token(args) => token(args),
-        Command::Demo(args) => demo::run(args),
     }
 }
 

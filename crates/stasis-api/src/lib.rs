@@ -42,6 +42,7 @@ pub mod request_log;
 pub mod route;
 pub mod route_template;
 mod routes;
+pub mod settings;
 pub mod snapshot;
 mod snapshot_delta;
 pub mod snapshot_ranges;

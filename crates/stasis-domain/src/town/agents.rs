@@ -9,7 +9,6 @@
     )
 )]
 
-use super::deferred;
 use crate::{
     DomainError, Refusal,
     ids::check_id,
@@ -119,8 +118,8 @@ pub fn register(
     })
 }
 
-/// Removes an agent (and any dispatch deferred for it); true when it was
-/// registered.
+/// Removes an agent from the directory; true when it was registered (the
+/// town's `ForgetAgent` call also cancels a dispatch deferred for it).
 pub fn forget(store: &impl SqlStore, agent: &AgentRef) -> Result<bool, DomainError> {
     check_id("rig_id", &agent.rig_id)?;
     check_id("agent_id", &agent.agent_id)?;
@@ -131,7 +130,6 @@ pub fn forget(store: &impl SqlStore, agent: &AgentRef) -> Result<bool, DomainErr
         "DELETE FROM town_agents WHERE rig_id = ?1 AND agent_id = ?2",
         params![agent.rig_id.as_str(), agent.agent_id.as_str()],
     )?;
-    deferred::cancel(store, agent)?;
     Ok(true)
 }
 

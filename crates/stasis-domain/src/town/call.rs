@@ -4,6 +4,7 @@
 use super::{
     agents::{self, AgentRef, RegisteredAgent, TownAgent},
     containers::{self, Standing},
+    deferred,
     dispatch::{self, MayorAction},
     eviction::{self, EvictOutcome},
     heartbeat::{self, HeartbeatOutcome},
@@ -182,7 +183,14 @@ pub fn execute(
             TownReply::Registered(agents::register(store, &wanted, now)?)
         }
         TownCall::ForgetAgent { rig_id, agent_id } => {
-            TownReply::Forgotten(agents::forget(store, &agent_ref(rig_id, agent_id))?)
+            let agent = agent_ref(rig_id, agent_id);
+            let forgotten = agents::forget(store, &agent)?;
+            if forgotten {
+                // A dispatch deferred for an agent the town no longer has
+                // would be released into nothing.
+                deferred::cancel(store, &agent)?;
+            }
+            TownReply::Forgotten(forgotten)
         }
         TownCall::ListAgents => TownReply::Agents(agents::list(store)?),
         TownCall::MayorMessage { message_seq } => {

@@ -1,4 +1,4 @@
-//! `stasis demo`: the end-to-end scenario of `SPEC.md`, run and explained.
+//! `stasis-demo`: the end-to-end scenario of `SPEC.md`, run and explained.
 //!
 //! A town's container A boots, its Mayor chats and saves its state, A is
 //! evicted and flushes, the user writes during the gap, and container B
@@ -26,7 +26,7 @@ use report::{Report, bytes, ms};
 use std::time::{SystemTime, UNIX_EPOCH};
 use target::Target;
 
-/// `stasis demo`'s flags.
+/// `stasis-demo`'s flags.
 #[derive(Args)]
 pub struct DemoArgs {
     /// Run against this server (e.g. http://127.0.0.1:8787) instead of a
@@ -68,7 +68,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         Some(url) => Target::remote(url, args.token)?,
         None => Target::in_process(root.join("host-data"), (!args.keep).then(|| root.clone()))?,
     };
-    println!("stasis demo: a town's container is replaced, and nothing is lost");
+    println!("stasis-demo: a town's container is replaced, and nothing is lost");
     println!("   town   {town}");
     println!("   server {}", target.description);
     let settings = steps::Settings {

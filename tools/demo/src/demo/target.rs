@@ -66,7 +66,7 @@ impl Target {
             // `serve` returns only when Ctrl-C or SIGTERM stops it; the demo
             // cannot go on without its server, so it ends here too.
             let _ = stasis_host::server::serve(listener, api, ServerLimits::default()).await;
-            eprintln!("stasis demo: interrupted");
+            eprintln!("stasis-demo: interrupted");
             if let Some(root) = temp_root {
                 remove_quietly(&root);
             }

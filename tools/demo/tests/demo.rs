@@ -1,4 +1,4 @@
-//! `stasis demo` runs the spec's scenario end to end against a fresh
+//! `stasis-demo` runs the spec's scenario end to end against a fresh
 //! in-process host and says so step by step; when a step cannot be done it
 //! exits non-zero, naming the step.
 //!
@@ -10,12 +10,11 @@
 use std::process::{Command, Output};
 
 fn demo(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stasis"))
-        .arg("demo")
+    Command::new(env!("CARGO_BIN_EXE_stasis-demo"))
         .args(args)
         .env_remove("STASIS_TOKEN")
         .output()
-        .expect("run stasis demo")
+        .expect("run stasis-demo")
 }
 
 fn text(output: &Output) -> (String, String) {
@@ -31,7 +30,7 @@ fn the_demo_runs_every_step_of_the_scenario_and_passes() {
     let (stdout, stderr) = text(&output);
     assert!(
         output.status.success(),
-        "stasis demo failed:\n{stdout}\n{stderr}"
+        "stasis-demo failed:\n{stdout}\n{stderr}"
     );
     for heading in [
         "1. Container A boots",

@@ -1,0 +1,138 @@
+//! The storage settings both runtimes take, under one set of rules: the
+//! host refuses to start on a refused value, the edge answers every request
+//! 503 `not_configured` naming it. Neither falls back or clamps silently.
+
+use stasis_domain::{limits, snapshot};
+use thiserror::Error;
+
+/// How much each agent keeps, and where its snapshots go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageSettings {
+    /// Events kept per agent (retention); at least 1.
+    pub max_events_per_agent: u64,
+    /// Snapshots up to this many bytes stay in the agent's SQL; at most
+    /// [`snapshot::MAX_INLINE_LIMIT`] (a Durable Object row's size).
+    pub snapshot_inline_limit: u64,
+    /// The largest snapshot accepted.
+    pub snapshot_limit: u64,
+}
+
+/// A setting the rules refuse.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SettingsError {
+    /// Not a whole number of the right size.
+    #[error("{name} ({flag}) must be a whole number; got {value:?}")]
+    NotANumber {
+        /// The environment variable.
+        name: &'static str,
+        /// The host's flag.
+        flag: &'static str,
+        /// What was given.
+        value: String,
+    },
+    /// Retention of nothing.
+    #[error("{RETENTION} ({RETENTION_FLAG}) must be at least 1")]
+    ZeroRetention,
+    /// An inline limit no Durable Object row can hold.
+    #[error(
+        "{INLINE} ({INLINE_FLAG}) may be at most {max} bytes (a Durable Object row holds at \
+         most 2,000,000 bytes); got {given}",
+        max = snapshot::MAX_INLINE_LIMIT
+    )]
+    InlineAboveCap {
+        /// What was given.
+        given: u64,
+    },
+}
+
+const RETENTION: &str = "STASIS_MAX_EVENTS_PER_AGENT";
+const RETENTION_FLAG: &str = "--max-events-per-agent";
+const INLINE: &str = "STASIS_SNAPSHOT_INLINE_LIMIT";
+const INLINE_FLAG: &str = "--snapshot-inline-limit";
+const SNAPSHOT_LIMIT: &str = "STASIS_MAX_SNAPSHOT_BYTES";
+const SNAPSHOT_LIMIT_FLAG: &str = "--max-snapshot-bytes";
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        Self {
+            max_events_per_agent: limits::DEFAULT_MAX_EVENTS,
+            snapshot_inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
+            snapshot_limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
+        }
+    }
+}
+
+impl StorageSettings {
+    /// Reads the settings from named variables (the edge's wrangler vars);
+    /// an unset one takes its default.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
+        let defaults = Self::default();
+        let number = |name, flag, default| match var(name) {
+            None => Ok(default),
+            Some(value) => value
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| SettingsError::NotANumber { name, flag, value }),
+        };
+        let settings = Self {
+            max_events_per_agent: number(RETENTION, RETENTION_FLAG, defaults.max_events_per_agent)?,
+            snapshot_inline_limit: number(INLINE, INLINE_FLAG, defaults.snapshot_inline_limit)?,
+            snapshot_limit: number(SNAPSHOT_LIMIT, SNAPSHOT_LIMIT_FLAG, defaults.snapshot_limit)?,
+        };
+        settings.check()?;
+        Ok(settings)
+    }
+
+    /// Refuses values that would be meaningless.
+    pub fn check(&self) -> Result<(), SettingsError> {
+        if self.max_events_per_agent == 0 {
+            return Err(SettingsError::ZeroRetention);
+        }
+        if self.snapshot_inline_limit > snapshot::MAX_INLINE_LIMIT {
+            return Err(SettingsError::InlineAboveCap {
+                given: self.snapshot_inline_limit,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(vars: &[(&str, &str)]) -> Result<StorageSettings, SettingsError> {
+        StorageSettings::from_vars(|name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn unset_values_take_the_defaults_and_set_ones_are_read() {
+        assert_eq!(read(&[]), Ok(StorageSettings::default()));
+        let read = read(&[(RETENTION, " 50 "), (SNAPSHOT_LIMIT, "1000")]);
+        assert_eq!(
+            read.map(|s| (s.max_events_per_agent, s.snapshot_limit)),
+            Ok((50, 1000))
+        );
+    }
+
+    #[test]
+    fn the_refusals_are_the_hosts() {
+        assert_eq!(read(&[(RETENTION, "0")]), Err(SettingsError::ZeroRetention));
+        let above = snapshot::MAX_INLINE_LIMIT + 1;
+        assert_eq!(
+            read(&[(INLINE, &above.to_string())]),
+            Err(SettingsError::InlineAboveCap { given: above })
+        );
+        let refused = read(&[(SNAPSHOT_LIMIT, "1 GiB")]);
+        assert!(matches!(refused, Err(SettingsError::NotANumber { .. })));
+        let message = read(&[(RETENTION, "-1")]).map_err(|e| e.to_string());
+        assert_eq!(
+            message,
+            Err("STASIS_MAX_EVENTS_PER_AGENT (--max-events-per-agent) must be a whole number; got \"-1\"".to_owned())
+        );
+    }
+}
