@@ -145,13 +145,7 @@ fn sync_files(staged: &[Staged]) -> Result<(), (PathBuf, io::Error)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn folder() -> (tempfile::TempDir, KvFolder, BucketHandle) {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let kv = KvFolder::new(dir.path().join("kv"), Durability::Fsync);
-        let bucket = kv.open("snapshots").expect("bucket");
-        (dir, kv, bucket)
-    }
+    use crate::runtime::kv_folder::tests::folder;
 
     #[test]
     fn staged_values_appear_only_once_settled() {

@@ -283,10 +283,11 @@ pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn folder() -> (tempfile::TempDir, KvFolder, BucketHandle) {
+    /// A fresh KV folder with its snapshots bucket (kv_batch's tests too).
+    pub(in crate::runtime) fn folder() -> (tempfile::TempDir, KvFolder, BucketHandle) {
         let dir = tempfile::tempdir().expect("temp dir");
         let kv = KvFolder::new(dir.path().join("kv"), Durability::Fsync);
         let bucket = kv.open("snapshots").expect("bucket");

@@ -104,17 +104,7 @@ fn every_endpoint() -> Vec<Endpoint> {
         Endpoint::Metrics,
         Endpoint::RefreshToken,
     ];
-    all.extend(
-        [
-            Asset::Index,
-            Asset::Style,
-            Asset::App,
-            Asset::Api,
-            Asset::Views,
-            Asset::Tail,
-        ]
-        .map(Endpoint::Ui),
-    );
+    all.extend(Asset::ALL.map(Endpoint::Ui));
     all.extend(town.map(|e| Endpoint::Town("t".into(), e)));
     all.extend(agent.map(|e| Endpoint::Agent(key.clone(), e)));
     for endpoint in &all {

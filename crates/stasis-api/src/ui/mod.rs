@@ -24,6 +24,18 @@ pub enum Asset {
     Tail,
 }
 
+impl Asset {
+    /// Every file of the page.
+    pub const ALL: [Asset; 6] = [
+        Asset::Index,
+        Asset::Style,
+        Asset::App,
+        Asset::Api,
+        Asset::Views,
+        Asset::Tail,
+    ];
+}
+
 /// Only the page's own files, scripts and calls; no frames, no plugins, no
 /// forms posting elsewhere.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
@@ -91,14 +103,7 @@ mod tests {
 
     #[test]
     fn the_page_loads_nothing_from_another_origin() {
-        for asset in [
-            Asset::Index,
-            Asset::Style,
-            Asset::App,
-            Asset::Api,
-            Asset::Views,
-            Asset::Tail,
-        ] {
+        for asset in Asset::ALL {
             let (text, _) = contents(asset);
             for outside in ["http://", "https://", "//fonts", "cdn"] {
                 assert!(!text.contains(outside), "{asset:?} mentions {outside:?}");
