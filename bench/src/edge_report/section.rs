@@ -33,29 +33,11 @@ const NOTES: &str = "\
 
 /// The BENCHMARKS.md edge section for `rows`.
 pub fn section(info: &RunInfo, edge: &EdgeInfo, rows: &[EdgeRow]) -> String {
-    let m = &info.machine;
     format!(
-        "{}\n## Edge: the host against the edge worker under `wrangler dev --local`\n\n\
-         - Machine: {} ({} cores; {}), {} memory, Linux {}\n\
-         - {}\n\
-         - Date: {} (UTC)\n\
-         - stasis commit: {}\n\
-         - Command: {}\n\
-         - Host: {}\n\
-         - Edge: {}\n\n\
+        "{}\n## Edge: the host against the edge worker under `wrangler dev --local`\n\n{}\n\
          {}\n{}\n{NOTES}{}\n",
         EDGE.start,
-        m.cpu,
-        m.cores,
-        m.flags,
-        m.memory,
-        m.kernel,
-        info.load_line(),
-        m.date,
-        m.commit,
-        info.command,
-        edge.host,
-        edge.edge,
+        info.facts(&[("Host", &edge.host), ("Edge", &edge.edge)]),
         table(rows),
         explanations(rows),
         EDGE.end,

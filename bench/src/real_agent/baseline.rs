@@ -5,7 +5,6 @@ use super::{Sizes, Stasis};
 use crate::stats::{Latency, Rate};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -103,29 +102,7 @@ fn follow(
     agent: &str,
     epoch: Instant,
 ) -> Result<mpsc::Receiver<(String, u64, u64)>> {
-    let response = ureq::get(format!("{}{agent}/events?after=0", stasis.url))
-        .header("Authorization", format!("Bearer {}", stasis.token))
-        .header("Accept", "text/event-stream")
-        .call()
-        .context("the event stream")?;
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let reader = BufReader::new(response.into_body().into_reader());
-        for line in reader.lines().map_while(Result::ok) {
-            let Some(data) = line.strip_prefix("data: ") else {
-                continue;
-            };
-            let now = u64::try_from(epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
-            let event: Value = serde_json::from_str(data).unwrap_or_default();
-            let kind = event["type"].as_str().unwrap_or_default().to_owned();
-            let n = event["data"]["n"].as_u64().unwrap_or(0);
-            let delay = event["data"]["at_us"]
-                .as_u64()
-                .map_or(0, |at| now.saturating_sub(at));
-            if send.send((kind, n, delay)).is_err() {
-                return;
-            }
-        }
-    });
-    Ok(receive)
+    let authorization = format!("Bearer {}", stasis.token);
+    super::measure::follow_after(&stasis.url, &authorization, agent, 0, epoch)
+        .context("the event stream")
 }

@@ -5,7 +5,7 @@ use super::measure::measure_forwarding;
 use super::{Sizes, Stasis};
 use crate::stats::{Latency, Rate};
 use anyhow::{Context, Result, bail};
-use stasis_client::sidecar::{Bound, End, Sidecar, SidecarOptions};
+use stasis_client::sidecar::{End, Sidecar, SidecarOptions};
 use stasis_client::{AgentRef, Client, Config};
 use std::path::Path;
 use std::sync::Arc;
@@ -35,23 +35,14 @@ pub fn through_sidecar(stasis: &Stasis, sizes: &Sizes, dir: &Path) -> Result<For
     // As `boot` would have: the container holds the town before its sidecar writes (the
     // sidecar takes a container token, whose writes wait for its container's heartbeat).
     stasis_client::town::heartbeat(&client, &town, CONTAINER, None)?;
-    let options = SidecarOptions {
-        agent: agent.clone(),
-        runtime_url: kilo.base.clone(),
+    let mut options = SidecarOptions::new(
+        agent.clone(),
+        kilo.base.clone(),
         db,
-        container_id: CONTAINER.to_owned(),
-        token_file: Some(stasis_client::credentials::token_file(dir, CONTAINER)),
-        state_dir: dir.join("state"),
-        linger: Duration::from_millis(25),
-        snapshot_interval: Duration::from_secs(5),
-        shutdown_budget: Duration::from_secs(30),
-        buffer: Bound {
-            events: 100_000,
-            bytes: 64 << 20,
-        },
-        start_timeout: Duration::from_secs(30),
-        idle_timeout: Duration::from_secs(30),
-    };
+        CONTAINER.to_owned(),
+        dir.join("state"),
+    );
+    options.token_file = Some(stasis_client::credentials::token_file(dir, CONTAINER));
     let sidecar = Sidecar::new(options, Arc::new(|_: &str| {}));
     let stop = sidecar.stop_handle();
     let running = std::thread::spawn(move || sidecar.run(&client));

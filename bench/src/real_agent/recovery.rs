@@ -8,7 +8,7 @@ use crate::stats::Latency;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use stasis_client::boot::{BootOptions, boot, kilo_db_path};
-use stasis_client::sidecar::{Bound, End, Sidecar, SidecarOptions};
+use stasis_client::sidecar::{End, Sidecar, SidecarOptions};
 use stasis_client::town::{self, RegisteredAgent};
 use stasis_client::{AgentRef, Client, Config};
 use stasis_kilo_harness::{FakeModel, Kilo, KiloOptions, Reply, Script};
@@ -110,23 +110,15 @@ fn container_a(client: &Client, town: &str, root: &Path, model: &FakeModel) -> R
 }
 
 fn sidecar_options(mayor: &AgentRef, kilo: &Kilo, container: &str, root: &Path) -> SidecarOptions {
-    SidecarOptions {
-        agent: mayor.clone(),
-        runtime_url: kilo.url().to_owned(),
-        db: kilo.db_path(),
-        container_id: container.to_owned(),
-        token_file: Some(stasis_client::credentials::token_file(root, container)),
-        state_dir: root.join("stasis-sidecar-mayor"),
-        linger: Duration::from_millis(25),
-        snapshot_interval: Duration::from_secs(5),
-        shutdown_budget: Duration::from_secs(30),
-        buffer: Bound {
-            events: 100_000,
-            bytes: 64 << 20,
-        },
-        start_timeout: Duration::from_secs(30),
-        idle_timeout: Duration::from_secs(30),
-    }
+    let mut options = SidecarOptions::new(
+        mayor.clone(),
+        kilo.url().to_owned(),
+        kilo.db_path(),
+        container.to_owned(),
+        root.join("stasis-sidecar-mayor"),
+    );
+    options.token_file = Some(stasis_client::credentials::token_file(root, container));
+    options
 }
 
 /// kilo serve on an empty home, to its first `GET /session` answer.

@@ -35,26 +35,12 @@ pub fn section(info: &RunInfo, rows: &[Row], edge: Option<&str>) -> String {
     let edge = edge.map_or_else(String::new, |url| {
         format!("; the edge: `wrangler dev --local` at {url}")
     });
-    let m = &info.machine;
+    let target = format!("{}{edge}", info.target);
     format!(
-        "{}\n## The agent sidecar and a real kilo agent: forwarding and recovery\n\n\
-         - Machine: {} ({} cores), {} memory, Linux {}\n\
-         - {}\n\
-         - Date: {} (UTC)\n\
-         - stasis commit: {}\n\
-         - Command: {}\n\
-         - Target: {}{edge}\n\n\
+        "{}\n## The agent sidecar and a real kilo agent: forwarding and recovery\n\n{}\n\
          {}\n{NOTES}{}\n",
         MARKS.start,
-        m.cpu,
-        m.cores,
-        m.memory,
-        m.kernel,
-        info.load_line(),
-        m.date,
-        m.commit,
-        info.command,
-        info.target,
+        info.facts(&[("Target", &target)]),
         table(rows),
         MARKS.end,
     )

@@ -24,8 +24,34 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
+    /// The facts every section opens with (machine with its CPU flags, load, date, commit,
+    /// command), each a `- ` line, then `targets`: what was measured, as (label, text).
+    pub fn facts(&self, targets: &[(&str, &str)]) -> String {
+        let m = &self.machine;
+        let mut lines = format!(
+            "- Machine: {} ({} cores; {}), {} memory, Linux {}\n\
+             - {}\n\
+             - Date: {} (UTC)\n\
+             - stasis commit: {}\n\
+             - Command: {}\n",
+            m.cpu,
+            m.cores,
+            m.flags,
+            m.memory,
+            m.kernel,
+            self.load_line(),
+            m.date,
+            m.commit,
+            self.command,
+        );
+        for (label, text) in targets {
+            lines.push_str(&format!("- {label}: {text}\n"));
+        }
+        lines
+    }
+
     /// The section's load-average line, without its leading `- `.
-    pub fn load_line(&self) -> String {
+    fn load_line(&self) -> String {
         let (before, after) = &self.load;
         match &self.load_before_build {
             Some(build) => format!(
@@ -60,27 +86,10 @@ pub fn snapshots_section(info: &RunInfo, rows: &[Row]) -> String {
 }
 
 fn render(marks: Marks, heading: &str, info: &RunInfo, rows: &[Row], notes: &str) -> String {
-    let m = &info.machine;
     format!(
-        "{}\n## {heading}\n\n\
-         - Machine: {} ({} cores; {}), {} memory, Linux {}\n\
-         - {}\n\
-         - Date: {} (UTC)\n\
-         - stasis commit: {}\n\
-         - Command: {}\n\
-         - Target: {}\n\n\
-         {}\n{notes}{}\n",
+        "{}\n## {heading}\n\n{}\n{}\n{notes}{}\n",
         marks.start,
-        m.cpu,
-        m.cores,
-        m.flags,
-        m.memory,
-        m.kernel,
-        info.load_line(),
-        m.date,
-        m.commit,
-        info.command,
-        info.target,
+        info.facts(&[("Target", &info.target)]),
         table(rows),
         marks.end,
     )

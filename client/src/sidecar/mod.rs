@@ -13,28 +13,21 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use std::time::Duration;
 //!
-//! use stasis_client::sidecar::{Bound, Sidecar, SidecarOptions};
+//! use stasis_client::sidecar::{Sidecar, SidecarOptions};
 //! use stasis_client::{AgentRef, Client, Config};
 //!
 //! fn main() -> Result<(), stasis_client::Error> {
 //!     // STASIS_URL=http://127.0.0.1:8787, STASIS_TOKEN=<a town token>
 //!     let client = Client::new(Config::from_env()?);
-//!     let options = SidecarOptions {
-//!         agent: AgentRef::new("demo", "main", "mayor")?,
-//!         runtime_url: "http://127.0.0.1:4096".into(),
-//!         db: "/tmp/agent-home-mayor/.local/share/kilo/kilo.db".into(),
-//!         container_id: "c-0123".into(),
-//!         token_file: Some("/tmp/stasis-token-c-0123".into()),
-//!         state_dir: "/tmp/stasis-sidecar-mayor".into(),
-//!         linger: Duration::from_millis(25),
-//!         snapshot_interval: Duration::from_secs(5),
-//!         shutdown_budget: Duration::from_secs(30),
-//!         buffer: Bound { events: 100_000, bytes: 64 << 20 },
-//!         start_timeout: Duration::from_secs(30),
-//!         idle_timeout: Duration::from_secs(30),
-//!     };
+//!     let mut options = SidecarOptions::new(
+//!         AgentRef::new("demo", "main", "mayor")?,
+//!         "http://127.0.0.1:4096".into(),
+//!         "/tmp/agent-home-mayor/.local/share/kilo/kilo.db".into(),
+//!         "c-0123".into(),
+//!         "/tmp/stasis-sidecar-mayor".into(),
+//!     );
+//!     options.token_file = Some("/tmp/stasis-token-c-0123".into());
 //!     let sidecar = Sidecar::new(options, Arc::new(|line: &str| eprintln!("{line}")));
 //!     let stop = sidecar.stop_handle(); // stop.stop() from a SIGTERM handler
 //!     let report = sidecar.run(&client);
@@ -113,6 +106,37 @@ pub struct SidecarOptions {
     pub start_timeout: Duration,
     /// A stream silent this long is dead.
     pub idle_timeout: Duration,
+}
+
+impl SidecarOptions {
+    /// Options for `agent` with the CLI's defaults (`stasis-client sidecar --help`): a 25 ms
+    /// linger, a 5 s snapshot interval, a 30 s shutdown budget, 100,000 events or 64 MiB
+    /// buffered, 30 s start and idle timeouts, the token kept in memory only.
+    pub fn new(
+        agent: AgentRef,
+        runtime_url: String,
+        db: PathBuf,
+        container_id: String,
+        state_dir: PathBuf,
+    ) -> Self {
+        Self {
+            agent,
+            runtime_url,
+            db,
+            container_id,
+            token_file: None,
+            state_dir,
+            linger: Duration::from_millis(25),
+            snapshot_interval: Duration::from_secs(5),
+            shutdown_budget: Duration::from_secs(30),
+            buffer: Bound {
+                events: 100_000,
+                bytes: 64 << 20,
+            },
+            start_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// How a run ended.

@@ -110,11 +110,22 @@ fn follow(
         .read_json()
         .expect("a page");
     let after = page["last_seq"].as_u64().unwrap_or(0);
-    let response = ureq::get(format!("{url}?after={after}"))
+    follow_after(base, authorization, agent_path, after, epoch).expect("the event stream")
+}
+
+/// Follows stasis's SSE stream of `agent_path` from past `after`; sends (type, n, µs from the
+/// event's `data.at_us` to its arrival, both measured from `epoch`).
+pub fn follow_after(
+    base: &str,
+    authorization: &str,
+    agent_path: &str,
+    after: u64,
+    epoch: Instant,
+) -> Result<mpsc::Receiver<(String, u64, u64)>, ureq::Error> {
+    let response = ureq::get(format!("{base}{agent_path}/events?after={after}"))
         .header("Authorization", authorization)
         .header("Accept", "text/event-stream")
-        .call()
-        .expect("the event stream");
+        .call()?;
     let (send, receive) = mpsc::channel();
     std::thread::spawn(move || {
         let reader = BufReader::new(response.into_body().into_reader());
@@ -134,5 +145,5 @@ fn follow(
             }
         }
     });
-    receive
+    Ok(receive)
 }
