@@ -26,7 +26,8 @@ use std::{cell::RefCell, rc::Rc, time::Duration};
 use wasm_bindgen::JsValue;
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
 
-/// One agent: its log, sessions and (later) snapshots.
+/// One agent: its log, sessions, checkpoint, memory and snapshot metadata (the
+/// snapshot bytes live in Workers KV).
 #[durable_object]
 pub struct AgentObject {
     core: Rc<AgentCore>,

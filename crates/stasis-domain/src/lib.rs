@@ -1,12 +1,17 @@
 //! The rules of stasis, written once and run everywhere.
 //!
 //! This crate knows nothing about wasm, wasmtime, Workers or HTTP. It states
-//! what an agent's event log (and, later, its sessions, snapshots and town)
-//! must do, on top of storage *ports*:
+//! what an agent object (its event log, sessions, checkpoint, memory,
+//! export/import and snapshot metadata), a town object (eviction, heartbeats,
+//! registry, deferred dispatches) and the conversation rebuild must do, on top
+//! of storage *ports*:
 //!
 //! - [`sql::SqlStore`]: one object's SQL database, synchronous like Durable
 //!   Object SQL and like a component's `sql` import. Each call into this crate
 //!   runs inside one transaction the adapter owns.
+//! - [`snapshot::saga::SnapshotObject`] and [`snapshot::saga::BlobStore`]: the
+//!   agent object and the KV store as the snapshot sagas reach them (chunks in
+//!   KV, manifests in the object).
 //!
 //! The wasm components, the local host and the edge worker are adapters over
 //! these functions; none of them restates a rule.

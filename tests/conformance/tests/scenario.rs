@@ -1,4 +1,4 @@
-//! The scenario `SPEC.md` says must work, end to end, over HTTP only.
+//! The eviction-and-recovery scenario stasis exists for, end to end, over HTTP only.
 //!
 //! It guards against the failure the product exists for: a town's
 //! container is replaced (eviction, redeploy) and the Mayor comes back with

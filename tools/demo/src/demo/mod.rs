@@ -1,4 +1,4 @@
-//! `stasis-demo`: the end-to-end scenario of `SPEC.md`, run and explained.
+//! `stasis-demo`: the eviction-and-recovery scenario stasis exists for, run and explained.
 //!
 //! A town's container A boots, its Mayor chats and saves its state, A is
 //! evicted and flushes, the user writes during the gap, and container B

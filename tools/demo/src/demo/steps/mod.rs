@@ -1,4 +1,4 @@
-//! The scenario of `SPEC.md`, one method per step, each printing what it did
+//! The eviction-and-recovery scenario, one method per step, each printing what it did
 //! and failing on the first result that is not what the contract says.
 //!
 //! - [`container_a`]: step 1 (A boots and works) and step 2 (A is evicted
