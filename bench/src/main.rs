@@ -1,5 +1,6 @@
-//! `stasis-bench`: how fast stasis's agent event log is, each figure beside
-//! a baseline measured in the same run.
+//! `stasis-bench`: how fast stasis is (the event log, snapshots, recovery,
+//! the edge, the sidecar), each figure beside a baseline measured in the same
+//! run.
 //!
 //! What it measures, all on 127.0.0.1:
 //!
@@ -15,9 +16,12 @@
 //! 7. snapshot PUT then GET of 24 MiB, against the same bytes written,
 //!    fsynced and read back natively (with and without the two sha256s the
 //!    server must compute);
-//! 8. the peak memory (`VmHWM`) of a fresh host during one 25 MiB PUT;
-//! 9. `snapshot push` of a live ~20 MB SQLite database with `stasis-client`,
-//!    against a raw PUT of as many bytes;
+//! 8. the peak memory (`VmHWM`) of a fresh host during one 1 GiB PUT and
+//!    its GET;
+//! 9. `snapshot push` of a live ~25 MB SQLite database with `stasis-client`:
+//!    whole (against a raw PUT of as many bytes) and by chunks after one
+//!    turn's change (against the whole-file push), and `snapshot pull` of
+//!    25 MB and 100 MB (against a native copy + fsync + sha256);
 //! 10. the conversation rebuilt from 10,000 streamed message events, against
 //!     a plain read of the same events;
 //! 11. recovery: a new container's first heartbeat to its three agents'
