@@ -1,13 +1,14 @@
 //! The agent's kilo.db snapshot.
 //!
 //! Small snapshots (up to the inline limit) live in the agent object's SQL;
-//! larger ones in a KV store, under one immutable key per version. The
-//! metadata row in the agent object names the current version; a write goes
-//! KV key first, then one switch of the metadata row (re-checking
-//! `If-Match` there, since other calls may run while KV is written), then
-//! the superseded key is deleted. A reader therefore sees the old snapshot
-//! or the new one, never a mix, and every byte handed out is checked against
-//! the recorded sha256.
+//! larger ones as chunks in a KV store, each an immutable key named by its
+//! sha256 and scoped to the agent, and the version's manifest (the ordered
+//! chunk list) in the agent object. A write stores its chunks first, then
+//! switches the metadata row to the new manifest in one step (re-checking
+//! `If-Match` there, since other calls may run while KV is written); chunks
+//! no version names any more are collected after. A reader therefore sees
+//! the old snapshot or the new one, never a mix, and every byte handed out
+//! is checked against its sha256.
 //!
 //! - [`execute`] runs the object's side ([`SnapshotCall`]) over its SQL.
 //! - [`saga`] drives a whole put/get/delete/sweep over two async ports: the
