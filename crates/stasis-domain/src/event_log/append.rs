@@ -28,7 +28,38 @@ pub fn append(
 
     let state = read::state(store)?;
     let first_seq = state.last_seq + 1;
-    let mut seq = state.last_seq;
+    let last_seq = insert_events(store, batch, first_seq, settings.now_ms)?;
+    let outcome = AppendOutcome {
+        first_seq,
+        last_seq,
+        duplicate: false,
+    };
+    let grown = LogState {
+        first_seq: if state.first_seq == 0 {
+            first_seq
+        } else {
+            state.first_seq
+        },
+        last_seq,
+        event_count: state.event_count + (last_seq - state.last_seq),
+    };
+    let kept = retention::apply(store, grown, settings.max_events)?;
+    write_state(store, &kept)?;
+    if let Some(stamp) = &batch.producer {
+        producers::remember(store, stamp, &outcome)?;
+    }
+    Ok(outcome)
+}
+
+/// Inserts the batch's events from `first_seq` on and updates the sessions
+/// they name; answers the last seq given.
+fn insert_events(
+    store: &impl SqlStore,
+    batch: &AppendBatch,
+    first_seq: u64,
+    now_ms: i64,
+) -> Result<u64, DomainError> {
+    let mut seq = first_seq - 1;
     let mut touched_sessions: BTreeMap<&str, SessionDelta> = BTreeMap::new();
     for event in &batch.events {
         seq += 1;
@@ -39,7 +70,7 @@ pub fn append(
                 event.event_type.as_str(),
                 event.session_id.as_deref(),
                 event.data.as_str(),
-                settings.now_ms
+                now_ms
             ],
         )?;
         if let Some(session) = &event.session_id {
@@ -57,30 +88,9 @@ pub fn append(
         }
     }
     for (session, delta) in touched_sessions {
-        record_session_events(store, session, &delta, settings.now_ms)?;
+        record_session_events(store, session, &delta, now_ms)?;
     }
-
-    let outcome = AppendOutcome {
-        first_seq,
-        last_seq: seq,
-        duplicate: false,
-    };
-    let appended = seq - state.last_seq;
-    let grown = LogState {
-        first_seq: if state.first_seq == 0 {
-            first_seq
-        } else {
-            state.first_seq
-        },
-        last_seq: seq,
-        event_count: state.event_count + appended,
-    };
-    let kept = retention::apply(store, grown, settings.max_events)?;
-    write_state(store, &kept)?;
-    if let Some(stamp) = &batch.producer {
-        producers::remember(store, stamp, &outcome)?;
-    }
-    Ok(outcome)
+    Ok(seq)
 }
 
 /// How one batch changes one session.

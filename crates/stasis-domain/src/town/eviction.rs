@@ -53,13 +53,7 @@ pub fn evict(
     let container_id = match container_id {
         Some(named) => named,
         None => {
-            current = state::load(store)?.current_container_id.ok_or_else(|| {
-                DomainError::Conflict(crate::Refusal::new(
-                    "no_current_container",
-                    "no container has heartbeat in this town, so an eviction must name its \
-                     container_id",
-                ))
-            })?;
+            current = current_container(store)?;
             current.as_str()
         }
     };
@@ -106,6 +100,17 @@ pub fn evict(
         evicting_container_id: row.evicting_container_id,
         already_draining: false,
         already_evicted: false,
+    })
+}
+
+/// The container an eviction that names none is about: the current one.
+fn current_container(store: &impl SqlStore) -> Result<String, DomainError> {
+    state::load(store)?.current_container_id.ok_or_else(|| {
+        DomainError::Conflict(crate::Refusal::new(
+            "no_current_container",
+            "no container has heartbeat in this town, so an eviction must name its \
+             container_id",
+        ))
     })
 }
 

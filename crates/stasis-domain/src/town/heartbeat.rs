@@ -85,33 +85,18 @@ pub fn heartbeat(
         });
     }
     let blocked = evicted || superseded_by.is_some();
-    let takes_over = !blocked && !is_current;
-    let cleared_drain = !blocked && row.draining;
-    if cleared_drain {
-        row.draining = false;
-        row.evicting_container_id = None;
-        row.eviction_reason = None;
-    }
-    if takes_over {
-        row.current_container_id = Some(container_id.to_owned());
-        containers::take_over(store, container_id, now_ms)?;
-    }
-    state::save(store, &row)?;
-    if cleared_drain || takes_over {
-        log::record(
-            store,
-            log::CONTAINER_READY,
-            &log::ContainerReady {
-                container_id,
-                cleared_drain,
-            },
-            now_ms,
-        )?;
-    }
-    let released = if cleared_drain {
-        deferred::release(store, now_ms)?
+    let (cleared_drain, released) = if blocked {
+        state::save(store, &row)?;
+        (false, Vec::new())
     } else {
-        Vec::new()
+        let cleared_drain = row.draining;
+        take_over(store, &mut row, container_id, !is_current, now_ms)?;
+        let released = if cleared_drain {
+            deferred::release(store, now_ms)?
+        } else {
+            Vec::new()
+        };
+        (cleared_drain, released)
     };
     if let Some(key) = idempotency_key {
         remember(store, container_id, key, &released, now_ms)?;
@@ -124,6 +109,40 @@ pub fn heartbeat(
         registry: registry::get(store)?,
         released,
     })
+}
+
+/// A heartbeat that is not blocked ends a drain and, from a new container,
+/// makes it the current one; either is logged as `container.ready`.
+fn take_over(
+    store: &impl SqlStore,
+    row: &mut state::StateRow,
+    container_id: &str,
+    is_new: bool,
+    now_ms: i64,
+) -> Result<(), DomainError> {
+    let cleared_drain = row.draining;
+    if cleared_drain {
+        row.draining = false;
+        row.evicting_container_id = None;
+        row.eviction_reason = None;
+    }
+    if is_new {
+        row.current_container_id = Some(container_id.to_owned());
+        containers::take_over(store, container_id, now_ms)?;
+    }
+    state::save(store, row)?;
+    if cleared_drain || is_new {
+        log::record(
+            store,
+            log::CONTAINER_READY,
+            &log::ContainerReady {
+                container_id,
+                cleared_drain,
+            },
+            now_ms,
+        )?;
+    }
+    Ok(())
 }
 
 /// What an earlier heartbeat with this key released, if there was one.
