@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::http::{self, Client};
 use crate::ids::{AgentRef, check_id};
 use crate::retry::{self, Attempt, Backoff, RetryNotice};
-use crate::sse::SseParser;
+use crate::sse::{SseEvent, SseParser};
 
 /// A connection that lived this long counts as healthy: the backoff starts over after it.
 const HEALTHY_CONNECTION: Duration = Duration::from_secs(30);
@@ -52,6 +52,21 @@ pub struct TailEvent {
 struct Cursor {
     after: u64,
     last_id: Option<String>,
+}
+
+impl Cursor {
+    /// Moves past `event` (its id is a seq: the cursor never goes back) and answers it.
+    fn advance(&mut self, event: SseEvent) -> TailEvent {
+        let seq: Option<u64> = event.id.as_deref().and_then(|id| id.parse().ok());
+        if let Some(seq) = seq {
+            self.after = self.after.max(seq);
+        }
+        self.last_id = event.id;
+        TailEvent {
+            seq,
+            json: event.data,
+        }
+    }
 }
 
 enum Ended {
@@ -121,25 +136,7 @@ fn follow_once(
     what: &str,
     on_event: &mut dyn FnMut(&TailEvent) -> ControlFlow<()>,
 ) -> Result<Ended, Attempt> {
-    let url = client.config().url(&agent.path("/events"));
-    let mut request = client
-        .prepare(client.agent().get(url), None)?
-        .config()
-        .timeout_per_read(Some(options.idle_timeout))
-        .build()
-        .header("Accept", "text/event-stream")
-        .query("after", cursor.after.to_string());
-    if let Some(session) = &options.session_id {
-        request = request.query("session_id", session);
-    }
-    if let Some(kind) = &options.event_type {
-        request = request.query("type", kind);
-    }
-    if let Some(id) = &cursor.last_id {
-        request = request.header("Last-Event-ID", id.as_str());
-    }
-    let response = request.call().map_err(|e| http::transport(what, e))?;
-    let response = http::check_status(what, response)?;
+    let response = open(client, agent, options, cursor, what)?;
     let connected = Instant::now();
     let mut delivered = false;
     let mut parser = SseParser::new();
@@ -163,19 +160,9 @@ fn follow_once(
             }
         }
         let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches(['\n', '\r']);
-        if let Some(event) = parser.feed(text) {
+        if let Some(event) = parser.feed(text.trim_end_matches(['\n', '\r'])) {
             delivered = true;
-            let seq: Option<u64> = event.id.as_deref().and_then(|id| id.parse().ok());
-            if let Some(seq) = seq {
-                cursor.after = cursor.after.max(seq);
-            }
-            cursor.last_id = event.id.clone();
-            let tail_event = TailEvent {
-                seq,
-                json: event.data,
-            };
-            if on_event(&tail_event).is_break() {
+            if on_event(&cursor.advance(event)).is_break() {
                 return Ok(Ended::Stopped);
             }
         }
@@ -184,4 +171,33 @@ fn follow_once(
         healthy: delivered || connected.elapsed() >= HEALTHY_CONNECTION,
         error,
     })
+}
+
+/// The stream's request, resuming past the cursor.
+fn open(
+    client: &Client,
+    agent: &AgentRef,
+    options: &TailOptions,
+    cursor: &Cursor,
+    what: &str,
+) -> Result<ureq::http::Response<ureq::Body>, Attempt> {
+    let url = client.config().url(&agent.path("/events"));
+    let mut request = client
+        .prepare(client.agent().get(url), None)?
+        .config()
+        .timeout_per_read(Some(options.idle_timeout))
+        .build()
+        .header("Accept", "text/event-stream")
+        .query("after", cursor.after.to_string());
+    if let Some(session) = &options.session_id {
+        request = request.query("session_id", session);
+    }
+    if let Some(kind) = &options.event_type {
+        request = request.query("type", kind);
+    }
+    if let Some(id) = &cursor.last_id {
+        request = request.header("Last-Event-ID", id.as_str());
+    }
+    let response = request.call().map_err(|e| http::transport(what, e))?;
+    http::check_status(what, response)
 }
