@@ -84,8 +84,22 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     )?;
     let outcome = demo.run();
     drop(target);
-    let report = demo.report();
-    let result = match outcome {
+    let result = summarize(demo.report(), outcome, started);
+    if args.keep {
+        let kept = temp.keep();
+        println!("   files kept in {}", kept.display());
+    }
+    println!("{REAL_AGENT_DEMO}");
+    result
+}
+
+/// Prints how the run ended: the summary of a pass, or where it failed and why.
+fn summarize(
+    report: &Report,
+    outcome: anyhow::Result<steps::Outcome>,
+    started: std::time::Instant,
+) -> anyhow::Result<()> {
+    match outcome {
         Ok(outcome) => {
             println!("\nSummary");
             println!("   ✓ all {} checks passed", report.checks());
@@ -110,13 +124,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
                 report.current_step()
             ))
         }
-    };
-    if args.keep {
-        let kept = temp.keep();
-        println!("   files kept in {}", kept.display());
     }
-    println!("{REAL_AGENT_DEMO}");
-    result
 }
 
 /// The real Kilo CLI cannot run here without being installed: the last line says how to see
