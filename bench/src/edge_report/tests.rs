@@ -115,3 +115,25 @@ fn a_reading_names_where_each_side_spent_its_time() {
     );
     assert!(text.contains("its own CPU work"), "{text}");
 }
+
+#[test]
+fn the_table_lists_every_workload_in_the_event_log_tables_order() {
+    let rows = super::rows(&crate::results::Results::not_run());
+    let names: Vec<&str> = rows.iter().map(|r| r.workload.as_str()).collect();
+    assert_eq!(names.len(), 20, "{names:#?}");
+    assert_eq!(
+        names.first(),
+        Some(&"append, 100-event batches of 100 B, 16 conns → 16 agents")
+    );
+    assert_eq!(names.last(), Some(&"`GET /healthz`, concurrency 1"));
+    let messages: Vec<&&str> = names
+        .iter()
+        .filter(|n| n.starts_with("append 1000 B messages"))
+        .collect();
+    assert_eq!(messages.len(), 4);
+    let skipped = rows
+        .iter()
+        .filter(|r| matches!(&r.edge, Figure::Skipped(why) if why == "does not apply"))
+        .count();
+    assert_eq!(skipped, 2, "the host-only rows say the edge does not apply");
+}
