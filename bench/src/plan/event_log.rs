@@ -25,13 +25,39 @@ pub(super) fn main_workloads(
     peer: &Target,
     r: &mut Results,
 ) {
+    batched_appends(ctx, host, edge, r);
+    single_appends(ctx, host, edge, r);
+    catch_up_reads(ctx, host, edge, peer, r);
+
+    let budget = ctx.budget;
+    let deliveries =
+        async |ep: &Arc<Endpoint>| sse::delivery(ep, &ctx.agent("sse"), SMALL, budget.sse).await;
+    r.sse = ctx.measure(host, Work::Sse, "SSE append-to-delivery", deliveries);
+    r.peer_sse = ctx.on(peer, "peer: SSE append-to-delivery", async |ep| {
+        sse::delivery(ep, &Log::peer("sse"), SMALL, budget.sse).await
+    });
+    r.edge.sse = ctx.measure(edge, Work::Sse, "SSE append-to-delivery", deliveries);
+
+    (r.comparison, r.peer_comparison, r.edge.comparison) = comparison(ctx, host, edge, peer);
+
+    let healthz = async |ep: &Arc<Endpoint>| {
+        latency::requests(ep, &Call::get("/healthz"), budget.healthz).await
+    };
+    r.host_healthz = ctx.measure(host, Work::Healthz, "GET /healthz", healthz);
+    r.edge.healthz = ctx.measure(edge, Work::Healthz, "GET /healthz", healthz);
+
+    state_workloads(ctx, host, edge, r);
+}
+
+/// 100-event batches over 16 connections, to 16 agents then to one, each
+/// after its native baseline.
+fn batched_appends(ctx: &Ctx, host: &Server, edge: &Server, r: &mut Results) {
     let budget = ctx.budget;
     let agents = |prefix: &str, count: usize| -> Vec<Log> {
         (0..count)
             .map(|k| ctx.agent(&format!("{prefix}-{k}")))
             .collect()
     };
-
     r.native_inserts_16 = ctx.native("native: 100-row transactions, 16 files", |dir| {
         native::batched_inserts(
             dir,
@@ -66,7 +92,11 @@ pub(super) fn main_workloads(
     let what = "100-event batches, 1 agent";
     r.batches_1_agent = ctx.measure(host, Work::Batches1, what, batches_1);
     r.edge.batches_1_agent = ctx.measure(edge, Work::Batches1, what, batches_1);
+}
 
+/// Single-event appends at concurrency 1, after their native baselines.
+fn single_appends(ctx: &Ctx, host: &Server, edge: &Server, r: &mut Results) {
+    let budget = ctx.budget;
     r.native_fdatasync = ctx.native("native: write + fdatasync", |dir| {
         native::write_fdatasync(dir, SMALL, budget.native_latency)
     });
@@ -83,7 +113,11 @@ pub(super) fn main_workloads(
         singles,
     );
     r.edge.latency = ctx.measure(edge, Work::Latency, "single appends", singles);
+}
 
+/// Catch-up reads of 10,000 events of 100 B and of 1000 B: host, peer, edge.
+fn catch_up_reads(ctx: &Ctx, host: &Server, edge: &Server, peer: &Target, r: &mut Results) {
+    let budget = ctx.budget;
     for (size, label, id) in [
         (SMALL, "100 B", Work::ReadSmall),
         (LARGE, "1000 B", Work::ReadLarge),
@@ -116,24 +150,6 @@ pub(super) fn main_workloads(
             (r.read_large, r.peer_read_large, r.edge.read_large) = (ours, theirs, edge_read);
         }
     }
-
-    let deliveries =
-        async |ep: &Arc<Endpoint>| sse::delivery(ep, &ctx.agent("sse"), SMALL, budget.sse).await;
-    r.sse = ctx.measure(host, Work::Sse, "SSE append-to-delivery", deliveries);
-    r.peer_sse = ctx.on(peer, "peer: SSE append-to-delivery", async |ep| {
-        sse::delivery(ep, &Log::peer("sse"), SMALL, budget.sse).await
-    });
-    r.edge.sse = ctx.measure(edge, Work::Sse, "SSE append-to-delivery", deliveries);
-
-    (r.comparison, r.peer_comparison, r.edge.comparison) = comparison(ctx, host, edge, peer);
-
-    let healthz = async |ep: &Arc<Endpoint>| {
-        latency::requests(ep, &Call::get("/healthz"), budget.healthz).await
-    };
-    r.host_healthz = ctx.measure(host, Work::Healthz, "GET /healthz", healthz);
-    r.edge.healthz = ctx.measure(edge, Work::Healthz, "GET /healthz", healthz);
-
-    state_workloads(ctx, host, edge, r);
 }
 
 /// The four comparison workloads, each on the host, the peer, then the
