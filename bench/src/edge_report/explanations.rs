@@ -2,8 +2,9 @@
 //! and what the CPU figures say about the rows where the host's advantage
 //! is smallest.
 
-use super::{EdgeRow, SEVERAL};
+use super::{EdgeRow, SEVERAL, per_op::PerOp};
 use crate::{
+    cpu::CpuUse,
     report::{Figure, millis},
     results::Work,
 };
@@ -86,70 +87,10 @@ pub(super) fn reading(row: &EdgeRow) -> String {
     else {
         return "No CPU figures were taken for both sides' servers.".to_owned();
     };
-    let mut said = Vec::new();
-    let workerd = edge.role_percent("workerd").unwrap_or(0.0);
-    if edge_op.main >= edge_op.rest {
-        let mut line = format!(
-            "Per {}, most of the edge's CPU was the worker's own workerd ({}, busy {workerd:.0}% \
-             of the run; wrangler's proxy workerd and node {})",
-            per.unit,
-            ms(edge_op.main),
-            ms(edge_op.rest)
-        );
-        if !host_op.main.is_zero() {
-            let _ = write!(
-                line,
-                ": the worker's own work (its wasm and its Durable Object's SQL) cost {:.1}× the \
-                 host process's {}",
-                edge_op.main.as_secs_f64() / host_op.main.as_secs_f64(),
-                ms(host_op.main)
-            );
-        }
-        said.push(line);
-    } else {
-        said.push(format!(
-            "Per {}, most of the edge's CPU was wrangler's dev server (proxy workerd and node {}, \
-             the worker's workerd {}), against {} in the host process",
-            per.unit,
-            ms(edge_op.rest),
-            ms(edge_op.main),
-            ms(host_op.main)
-        ));
-    }
-    let stasis = host.role_percent("stasis").unwrap_or(0.0);
-    let host_queued = host.waited.as_secs_f64() / host.wall.as_secs_f64().max(1e-9);
-    match &row.host {
-        // A latency: how much of the median the host spent running.
-        Figure::Latency(l) if !l.median.is_zero() => {
-            let running = host_op.main.as_secs_f64() / l.median.as_secs_f64();
-            let verdict = if running >= 0.75 {
-                "so the host's figure is its own CPU work"
-            } else {
-                "so for the rest of the time the host process was not running (waiting on I/O, \
-                 a core or the client)"
-            };
-            said.push(format!(
-                "the host process spent {} of CPU per {} against its median of {}, {verdict}",
-                ms(host_op.main),
-                per.unit,
-                millis(l.median)
-            ));
-        }
-        // A rate: how busy the host was over the run.
-        _ if stasis < BUSY && host_queued >= 0.5 => said.push(format!(
-            "the host process was busy only {stasis:.0}% of a core while on average \
-             {host_queued:.1} of its threads were ready but waiting for one: the machine was \
-             short of cores, not the host of work"
-        )),
-        _ if stasis >= BUSY => said.push(format!(
-            "the host process was busy {stasis:.0}% of a core, so the host's figure is bound by \
-             its CPU"
-        )),
-        _ => said.push(format!(
-            "the host process was busy only {stasis:.0}% of a core, so its figure was not bound \
-             by its CPU: the rest of the time it was not running (waiting on I/O or the client)"
-        )),
-    }
+    let mut said = vec![
+        edge_reading(edge, &edge_op, &host_op, per.unit),
+        host_reading(&row.host, host, &host_op, per.unit),
+    ];
     let queued = edge.waited.as_secs_f64() / edge.wall.as_secs_f64().max(1e-9);
     if queued >= 0.5 {
         said.push(format!(
@@ -168,6 +109,74 @@ pub(super) fn reading(row: &EdgeRow) -> String {
     let mut text = said.join("; ");
     text.push('.');
     text
+}
+
+/// Where the edge's CPU went per operation: the worker's own workerd, or
+/// wrangler's dev server around it.
+fn edge_reading(edge: &CpuUse, edge_op: &PerOp, host_op: &PerOp, unit: &str) -> String {
+    let workerd = edge.role_percent("workerd").unwrap_or(0.0);
+    if edge_op.main < edge_op.rest {
+        return format!(
+            "Per {unit}, most of the edge's CPU was wrangler's dev server (proxy workerd and \
+             node {}, the worker's workerd {}), against {} in the host process",
+            ms(edge_op.rest),
+            ms(edge_op.main),
+            ms(host_op.main)
+        );
+    }
+    let mut line = format!(
+        "Per {unit}, most of the edge's CPU was the worker's own workerd ({}, busy {workerd:.0}% \
+         of the run; wrangler's proxy workerd and node {})",
+        ms(edge_op.main),
+        ms(edge_op.rest)
+    );
+    if !host_op.main.is_zero() {
+        let _ = write!(
+            line,
+            ": the worker's own work (its wasm and its Durable Object's SQL) cost {:.1}× the \
+             host process's {}",
+            edge_op.main.as_secs_f64() / host_op.main.as_secs_f64(),
+            ms(host_op.main)
+        );
+    }
+    line
+}
+
+/// Whether the host's figure is its own CPU work: for a latency, how much of
+/// the median it ran; for a rate, how busy it was and whether it waited for
+/// a core.
+fn host_reading(figure: &Figure, host: &CpuUse, host_op: &PerOp, unit: &str) -> String {
+    let stasis = host.role_percent("stasis").unwrap_or(0.0);
+    let host_queued = host.waited.as_secs_f64() / host.wall.as_secs_f64().max(1e-9);
+    match figure {
+        Figure::Latency(l) if !l.median.is_zero() => {
+            let running = host_op.main.as_secs_f64() / l.median.as_secs_f64();
+            let verdict = if running >= 0.75 {
+                "so the host's figure is its own CPU work"
+            } else {
+                "so for the rest of the time the host process was not running (waiting on I/O, \
+                 a core or the client)"
+            };
+            format!(
+                "the host process spent {} of CPU per {unit} against its median of {}, {verdict}",
+                ms(host_op.main),
+                millis(l.median)
+            )
+        }
+        _ if stasis < BUSY && host_queued >= 0.5 => format!(
+            "the host process was busy only {stasis:.0}% of a core while on average \
+             {host_queued:.1} of its threads were ready but waiting for one: the machine was \
+             short of cores, not the host of work"
+        ),
+        _ if stasis >= BUSY => format!(
+            "the host process was busy {stasis:.0}% of a core, so the host's figure is bound by \
+             its CPU"
+        ),
+        _ => format!(
+            "the host process was busy only {stasis:.0}% of a core, so its figure was not bound \
+             by its CPU: the rest of the time it was not running (waiting on I/O or the client)"
+        ),
+    }
 }
 
 fn ms(d: Duration) -> String {
