@@ -129,15 +129,6 @@
 //! );
 //! ```
 
-#![cfg_attr(
-    feature = "schema",
-    allow(
-        clippy::disallowed_macros,
-        clippy::disallowed_methods,
-        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
-    )
-)]
-
 mod assemble;
 mod budget;
 mod message;
@@ -146,6 +137,7 @@ mod prompt;
 mod raw;
 mod tokens;
 mod tool;
+mod turn;
 
 /// The event types the rebuild reads; every other type is ignored.
 pub const MESSAGE_EVENT_TYPES: &[&str] = &[
@@ -164,48 +156,12 @@ pub use budget::{Budget, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_MAX_TOKENS, 
 pub use prompt::{dispatch_prompt, escape_wrapper_tags};
 pub use tokens::{CHARS_PER_TOKEN, TURN_OVERHEAD_TOKENS, estimate_tokens};
 pub use tool::{TOOL_NAME_MAX_CHARS, TOOL_SUMMARY_MAX_CHARS};
+pub use turn::{PriorConversation, Turn};
 
 use crate::event_log::Event;
-use serde::{Deserialize, Serialize};
 
 /// The role given to a message whose events never name one.
 pub const UNKNOWN_ROLE: &str = "assistant";
-
-/// One message of the conversation.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Turn {
-    /// Who spoke: `user`, `assistant`, or whatever role the log gave.
-    pub role: String,
-    /// The message's text parts and tool lines, joined with `"\n"`.
-    pub content: String,
-    /// The message was cut off: it never finished, or a part of it stopped
-    /// streaming before its final text.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub unfinished: bool,
-}
-
-impl Turn {
-    /// This turn's share of a budget: its content's [`estimate_tokens`] plus
-    /// [`TURN_OVERHEAD_TOKENS`] for the role and separators.
-    pub fn token_estimate(&self) -> u64 {
-        estimate_tokens(&self.content).saturating_add(TURN_OVERHEAD_TOKENS)
-    }
-}
-
-/// The conversation handed to a new container, newest turns last.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PriorConversation {
-    /// The most recent turns that fit the budget, oldest first.
-    pub turns: Vec<Turn>,
-    /// Older turns left out to stay within the budget.
-    pub omitted_turns: u64,
-    /// The sum of [`Turn::token_estimate`] over `turns`.
-    pub token_estimate: u64,
-    /// Something was left out (`omitted_turns > 0`). Turns are never cut.
-    pub truncated: bool,
-}
 
 /// Rebuilds the conversation from `events` (in seq order, already narrowed
 /// to a session if the caller wants one) and keeps what fits `budget`.
@@ -213,9 +169,4 @@ pub struct PriorConversation {
 /// Linear in the events' total size: each event's JSON is parsed once.
 pub fn rebuild(events: &[Event], budget: &Budget) -> PriorConversation {
     budget::keep_recent(assemble::assemble(events), budget)
-}
-
-/// For `skip_serializing_if`, which passes a reference.
-fn is_false(value: &bool) -> bool {
-    !*value
 }

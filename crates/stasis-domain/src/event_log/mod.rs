@@ -9,22 +9,15 @@
 //! - Reads resume from an exclusive cursor `after`. Retention keeps the newest
 //!   `max_events`; a cursor older than that gets [`DomainError::CursorExpired`].
 
-#![cfg_attr(
-    feature = "schema",
-    allow(
-        clippy::disallowed_macros,
-        clippy::disallowed_methods,
-        reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
-    )
-)]
-
 mod append;
+mod outcome;
 mod producers;
 mod read;
 mod retention;
 pub(crate) mod schema;
 
 pub use append::append;
+pub use outcome::AppendOutcome;
 pub use read::{of_types, read, sessions, state};
 pub use schema::migrate;
 
@@ -174,18 +167,6 @@ impl AppendSettings {
             max_events: limits::DEFAULT_MAX_EVENTS,
         }
     }
-}
-
-/// The seqs a batch got.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AppendOutcome {
-    /// Seq of the batch's first event.
-    pub first_seq: u64,
-    /// Seq of the batch's last event.
-    pub last_seq: u64,
-    /// True when this was a retry of a batch already appended.
-    pub duplicate: bool,
 }
 
 /// A stored event.
