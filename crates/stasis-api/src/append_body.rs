@@ -5,12 +5,6 @@
 //! Event data is borrowed as raw JSON text and stored verbatim, so a body
 //! is parsed once and no event payload is re-encoded.
 
-#![allow(
-    clippy::disallowed_macros,
-    clippy::disallowed_methods,
-    reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
-)]
-
 use crate::error::ApiError;
 use serde::de::{
     self, DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor,
@@ -42,37 +36,6 @@ pub fn parse(body: &[u8]) -> Result<AppendBatch, ApiError> {
             ),
         }
     })
-}
-
-/// The body [`parse`] takes, for its schema (the parser above is the
-/// rule): unknown fields are ignored.
-#[derive(schemars::JsonSchema)]
-#[expect(dead_code, reason = "only its schema is used")]
-pub(crate) struct AppendRequest {
-    /// 1 to 1,000 events.
-    events: Vec<AppendEvent>,
-    /// Names the producer whose batches are deduplicated (with
-    /// `producer_seq`).
-    #[serde(default)]
-    producer_id: Option<String>,
-    /// The batch's number for its producer, an integer >= 0.
-    #[serde(default)]
-    producer_seq: Option<u64>,
-}
-
-/// One event to append.
-#[derive(schemars::JsonSchema)]
-#[expect(dead_code, reason = "only its schema is used")]
-struct AppendEvent {
-    /// 1 to 256 bytes.
-    #[serde(rename = "type")]
-    event_type: String,
-    /// An id.
-    #[serde(default)]
-    session_id: Option<String>,
-    /// Any JSON value (`null` when missing).
-    #[serde(default)]
-    data: serde_json::Value,
 }
 
 /// Where the parser is, for messages; set before each field is read.

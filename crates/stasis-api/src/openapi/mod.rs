@@ -8,7 +8,7 @@ mod model;
 mod operation;
 mod schemas;
 
-pub use schemas::{ErrorBody, EventPage, Health};
+pub use schemas::{AppendRequest, ErrorBody, EventPage, Health};
 
 use crate::table;
 use model::{Components, Document, Info, PathItem, SecurityScheme};

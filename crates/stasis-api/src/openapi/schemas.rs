@@ -1,6 +1,7 @@
-//! Types for bodies written as text rather than serialised from a type
-//! (event pages, errors, probe answers): they give those bodies their
-//! schemas, and `openapi/tests.rs` checks the text against them.
+//! Types for bodies no type reads or writes: event pages, errors and probe
+//! answers are written as text, an append's body is read by a strict parser
+//! (`append_body`). They give those bodies their schemas, and
+//! `openapi/tests.rs` checks the text against them.
 
 #![allow(
     clippy::disallowed_macros,
@@ -105,4 +106,33 @@ pub struct ErrorDetail {
     /// 408 `body_too_slow`: the minimum rate, bytes a second.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_rate: Option<u64>,
+}
+
+/// The body of an append, for its schema (the rule is the strict parser,
+/// `append_body::parse`): unknown fields are ignored.
+#[derive(JsonSchema)]
+pub struct AppendRequest {
+    /// 1 to 1,000 events.
+    events: Vec<AppendEvent>,
+    /// Names the producer whose batches are deduplicated (with
+    /// `producer_seq`).
+    #[serde(default)]
+    producer_id: Option<String>,
+    /// The batch's number for its producer, an integer >= 0.
+    #[serde(default)]
+    producer_seq: Option<u64>,
+}
+
+/// One event to append.
+#[derive(JsonSchema)]
+struct AppendEvent {
+    /// 1 to 256 bytes.
+    #[serde(rename = "type")]
+    event_type: String,
+    /// An id.
+    #[serde(default)]
+    session_id: Option<String>,
+    /// Any JSON value (`null` when missing).
+    #[serde(default)]
+    data: serde_json::Value,
 }

@@ -3,7 +3,7 @@
 
 use super::{Answer, Body, Operation, Params, Route, schema};
 use crate::{
-    agent_http, append_body, mayor_http, openapi,
+    agent_http, mayor_http, openapi,
     route::{AgentEndpoint, Endpoint},
 };
 use http::Method;
@@ -146,7 +146,7 @@ pub(super) static ROUTES: &[Route] = &[
             Operation {
                 method: Method::POST,
                 summary: "Appends a batch of events.",
-                request: Body::Json(schema::<append_body::AppendRequest>),
+                request: Body::Json(schema::<openapi::AppendRequest>),
                 query: &[],
                 headers: &[],
                 replies: &[json(
