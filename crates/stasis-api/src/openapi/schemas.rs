@@ -108,8 +108,8 @@ pub struct ErrorDetail {
     pub min_rate: Option<u64>,
 }
 
-/// The body of an append, for its schema (the rule is the strict parser,
-/// `append_body::parse`): unknown fields are ignored.
+/// An append's body: the events, and the producer stamp that makes a retry
+/// safe. Unknown fields are ignored.
 #[derive(JsonSchema)]
 pub struct AppendRequest {
     /// 1 to 1,000 events.
