@@ -251,6 +251,7 @@ fn stage_inline(
         event_watermark: snapshot.event_watermark,
         kv_key: None,
         inline: Some(bytes),
+        chunk_size: None,
     })
 }
 
