@@ -8,7 +8,7 @@ use stasis_domain::{
     fence::Fence,
     ids::AgentKey,
     snapshot::{
-        self, PutRequest, SnapshotMeta, StagedSnapshot, chunk_saga,
+        self, SnapshotMeta, chunk_saga,
         saga::{self, BlobStore, SnapshotObject},
         whole::WholeReader,
     },
@@ -173,21 +173,6 @@ pub trait Snapshots {
             let blobs = self.snapshot_blobs()?;
             let prefix = snapshot::key_prefix(key);
             saga::wipe(&self.snapshot_object(key), &blobs, &prefix, WIPE_STEPS).await
-        }
-    }
-
-    /// Checks and stores a snapshot's bytes under a new version without
-    /// making it current: an import stages its snapshot so, and the
-    /// import's commit switches to it (`saga::stage`).
-    fn snapshot_stage(
-        &self,
-        key: &AgentKey,
-        request: PutRequest,
-        body: Bytes,
-    ) -> impl Future<Output = Result<StagedSnapshot, DomainError>> {
-        async move {
-            let blobs = self.snapshot_blobs()?;
-            saga::stage(&self.snapshot_object(key), &blobs, &request, &body).await
         }
     }
 

@@ -291,6 +291,44 @@ fn a_malformed_manifest_is_refused_and_changes_nothing() {
     agent.assert_unchanged(&before);
 }
 
+/// A manifest whose snapshot holds `size` bytes, its header before or after
+/// its `data_base64` (`text`).
+fn snapshot_manifest(size: usize, text: &str, header_first: bool) -> String {
+    let header = format!(
+        r#""sha256":"{}","size":{size},"event_watermark":0"#,
+        "a".repeat(64)
+    );
+    let data = format!(r#""data_base64":"{text}""#);
+    if header_first {
+        format!(r#"{{"snapshot":{{{header},{data}}}}}"#)
+    } else {
+        format!(r#"{{"snapshot":{{{data},{header}}}}}"#)
+    }
+}
+
+#[test]
+fn a_snapshot_past_the_limit_is_refused_413_from_its_header_or_its_bytes() {
+    use base64::{Engine as _, engine::general_purpose::STANDARD};
+    let _lane = stasis_conformance::snapshot::big_lane();
+    let agent = Agent::fresh("import-snapshot-limit");
+    populate(&agent);
+    let before = agent.state();
+    let limit = stasis_conformance::snapshot::MAX_BYTES;
+    let over = stasis_conformance::snapshot::bytes(limit + 1, 0);
+    let told = snapshot_manifest(limit + 1, "AAAA", true);
+    let decoded = snapshot_manifest(limit + 1, &STANDARD.encode(over), false);
+    for body in [told, decoded] {
+        let reply = call("PUT", &agent.path("/import"))
+            .header("Content-Type", "application/json")
+            .header("Expect", "")
+            .body(body)
+            .send();
+        let error = assert_error(&reply, 413, "snapshot_too_large");
+        assert_eq!(error.get("limit"), Some(&json!(limit)), "{error:?}");
+    }
+    agent.assert_unchanged(&before);
+}
+
 #[test]
 fn malformed_json_is_invalid_json() {
     let agent = Agent::fresh("import-invalid-json");

@@ -2,8 +2,9 @@
 //! ([`reader`]), staged in the agent's object in batches, and swapped in by
 //! one commit (`stasis_domain::agent_state::staging`). The body is never
 //! held whole: one value (an event, a document) and one batch at a time,
-//! plus the decoded snapshot, which the runtime's snapshot saga stores
-//! before the commit switches to it.
+//! and the snapshot's bytes a chunk at a time as they decode: each chunk
+//! is hashed and written to KV as soon as it is full, and the import's
+//! commit switches to their manifest ([`snapshot`]).
 //!
 //! The same path serves a whole manifest in one request and a manifest in
 //! parts (`?import_id=&part=`, the last with `&commit=true`), for runtimes
@@ -21,6 +22,7 @@ mod batch;
 mod input;
 mod reader;
 mod request;
+mod snapshot;
 mod snapshot_part;
 #[cfg(test)]
 mod tests;
@@ -30,18 +32,15 @@ use batch::Batch;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use http::{Response, StatusCode};
-use input::invalid;
 use reader::{Item, ManifestReader};
 use request::ImportRequest;
-use snapshot_part::SnapshotBody;
+use snapshot_part::SnapshotHead;
 use stasis_domain::{
-    agent::AgentCall,
     agent_state::{
         ImportBatch, ImportCall, ImportProgress, ImportReply, ImportSummary, StateCall, StateReply,
         check_format,
     },
     ids::AgentKey,
-    snapshot::{self, PutRequest, SnapshotCall, saga::SHA256_MISMATCH},
     town::TownCall,
 };
 
@@ -66,6 +65,7 @@ where
         key,
         ticket,
         batch: Batch::default(),
+        snapshot: None,
     };
     match import.run(&request, body).await {
         Ok(response) => Ok(response),
@@ -77,11 +77,13 @@ where
 }
 
 /// One request's share of an import.
-struct Importer<'a, O> {
+struct Importer<'a, O: Snapshots> {
     objects: &'a O,
     key: &'a AgentKey,
     ticket: u64,
     batch: Batch,
+    /// The snapshot whose bytes are streaming in.
+    snapshot: Option<snapshot::Incoming<O::Blobs>>,
 }
 
 /// The answer to a part that does not commit.
@@ -152,7 +154,13 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
             Item::Checkpoint(document) => {
                 return self.stage_alone(ImportBatch::Checkpoint(document)).await;
             }
-            Item::Snapshot(body) => return self.stage_snapshot(body).await,
+            Item::SnapshotBegin(size) => {
+                self.flush().await?;
+                self.snapshot = Some(snapshot::Incoming::begin(self.objects, self.key, size)?);
+                return Ok(());
+            }
+            Item::SnapshotData(bytes) => return self.snapshot_data(&bytes).await,
+            Item::Snapshot(head) => return self.stage_snapshot(head).await,
             Item::Event(event, len) => self.batch.add_event(event, len),
             Item::Session(session, len) => self.batch.add_session(session, len),
             Item::Memory(entry, len) => self.batch.add_memory(entry, len),
@@ -188,44 +196,36 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
         }
     }
 
-    /// Stores the snapshot's bytes through the runtime's snapshot saga
-    /// (which checks them against the sha256), then stages what it stored.
-    async fn stage_snapshot(&mut self, body: Option<SnapshotBody>) -> Result<(), ApiError> {
+    /// Writes the snapshot's next bytes.
+    async fn snapshot_data(&mut self, bytes: &[u8]) -> Result<(), ApiError> {
+        let Some(incoming) = self.snapshot.as_mut() else {
+            return Err(ApiError::internal("snapshot bytes came before their start"));
+        };
+        incoming.write(self.objects, self.key, bytes).await
+    }
+
+    /// Stages the snapshot whose bytes all came (or its absence).
+    async fn stage_snapshot(&mut self, head: Option<SnapshotHead>) -> Result<(), ApiError> {
         self.flush().await?;
-        let Some(body) = body else {
+        let Some(head) = head else {
             return self.stage(ImportBatch::Snapshot(None)).await;
         };
-        let request = PutRequest {
-            expected_sha256: Some(body.sha256),
-            precondition: None,
-            event_watermark: Some(body.event_watermark),
-            inline_limit: self.objects.snapshot_inline_limit(),
-            key_prefix: snapshot::key_prefix(self.key),
-            limit: self.objects.snapshot_limit(),
-            pending_ttl_ms: self.objects.snapshot_pending_ttl_ms(),
-            clock_slack_ms: self.objects.snapshot_clock_slack_ms(),
+        let Some(mut incoming) = self.snapshot.take() else {
+            return Err(ApiError::internal("a snapshot ended that never began"));
         };
-        let staged = self
-            .objects
-            .snapshot_stage(self.key, request, Bytes::from(body.bytes))
-            .await
-            .map_err(|err| {
-                if err.code() == SHA256_MISMATCH {
-                    invalid(
-                        "snapshot.sha256",
-                        "does not match the bytes of snapshot.data_base64",
-                    )
-                } else {
-                    ApiError::from(err)
-                }
-            })?;
+        let staged = match incoming.finish(self.objects, self.key, &head).await {
+            Ok(staged) => staged,
+            Err(err) => {
+                incoming.abandon(self.objects, self.key).await;
+                return Err(err);
+            }
+        };
         let version = staged.version;
         let staged = self.stage(ImportBatch::Snapshot(Some(staged))).await;
         if staged.is_err() {
-            // Not recorded: give the reservation up (the abort's sweep
-            // then takes its KV key).
-            let abandon = AgentCall::Snapshot(SnapshotCall::Abandon { version });
-            let _ = self.objects.agent(self.key, abandon).await;
+            // Not recorded: give the reservation (and the chunks' manifest)
+            // up; the abort's sweep then collects its chunks.
+            snapshot::abandon(self.objects, self.key, version).await;
         }
         staged
     }
@@ -261,6 +261,9 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
     /// Drops everything this import staged; best effort, since the next
     /// import clears it anyway.
     async fn abort(&self) {
+        if let Some(incoming) = &self.snapshot {
+            incoming.abandon(self.objects, self.key).await;
+        }
         let abort = ImportCall::Abort {
             ticket: self.ticket,
         };

@@ -1,13 +1,13 @@
 //! The manifest read as it arrives: its top-level fields one by one, the
 //! `events`, `sessions` and `memory` arrays element by element, and the
-//! snapshot through [`SnapshotPart`]. Fields may come in any order; each
-//! at most once, unknown ones refused (as the manifest's type refuses
-//! them). What is buffered is bounded by the largest single value the
+//! snapshot through [`SnapshotPart`] (its bytes in pieces as they decode).
+//! Fields may come in any order; each at most once, unknown ones refused
+//! (as the manifest's type refuses them). What is buffered is bounded by the largest single value the
 //! contract allows, never by the manifest.
 
 use super::{
     input::{Input, invalid, invalid_json},
-    snapshot_part::{SnapshotBody, SnapshotPart},
+    snapshot_part::{SnapshotHead, SnapshotPart, SnapshotPiece},
 };
 use crate::error::ApiError;
 use serde::de::IgnoredAny;
@@ -31,8 +31,13 @@ pub(super) enum Item {
     Session(ManifestSession, usize),
     /// An element of `memory`, and the length of its JSON text.
     Memory(ManifestMemory, usize),
-    /// `snapshot`.
-    Snapshot(Option<SnapshotBody>),
+    /// `snapshot.data_base64` begins, and the snapshot's size when its
+    /// header came first.
+    SnapshotBegin(Option<u64>),
+    /// The next bytes of `snapshot.data_base64`, decoded.
+    SnapshotData(Vec<u8>),
+    /// `snapshot` ended (`null`, or its header once all its bytes came).
+    Snapshot(Option<SnapshotHead>),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -236,7 +241,17 @@ impl ManifestReader {
             },
             State::Snapshot(mut part) => match part.step(input)? {
                 None => wait(State::Snapshot(part)),
-                Some(body) => Ok((State::AfterValue, Outcome::Item(Item::Snapshot(Some(body))))),
+                Some(SnapshotPiece::Begin(size)) => Ok((
+                    State::Snapshot(part),
+                    Outcome::Item(Item::SnapshotBegin(size)),
+                )),
+                Some(SnapshotPiece::Data(bytes)) => Ok((
+                    State::Snapshot(part),
+                    Outcome::Item(Item::SnapshotData(bytes)),
+                )),
+                Some(SnapshotPiece::End(head)) => {
+                    Ok((State::AfterValue, Outcome::Item(Item::Snapshot(Some(head)))))
+                }
             },
             State::AfterValue => match input.peek()? {
                 None => wait(State::AfterValue),

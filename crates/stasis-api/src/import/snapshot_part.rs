@@ -1,7 +1,7 @@
 //! The manifest's `snapshot` object, read as it arrives: its small fields
-//! as values, its `data_base64` decoded as it streams (the text is never
-//! held whole). The decoded bytes are collected up to the snapshot limit,
-//! and handed over with the header once the object closes.
+//! as values, its `data_base64` decoded as it streams and handed on a
+//! piece at a time (neither the text nor the bytes are ever held whole),
+//! and its header once the object closes.
 //!
 //! This is the one place that knows how a manifest carries a snapshot's
 //! bytes; storing them is the runtime's snapshot saga.
@@ -9,18 +9,31 @@
 use super::input::{Input, invalid};
 use crate::error::ApiError;
 use base64::{Engine as _, engine::general_purpose::STANDARD};
-use stasis_domain::agent_state::{MAX_MANIFEST_SNAPSHOT_BYTES, check_snapshot_header};
+use stasis_domain::agent_state::check_snapshot_header;
 
-/// A snapshot as the manifest gave it, its bytes decoded (not yet checked
-/// against its sha256: storing them does that).
+/// A snapshot's header as the manifest gave it (its bytes already handed
+/// on, as many as `size` said; not yet checked against its sha256: storing
+/// them does that).
 #[derive(Debug)]
-pub(super) struct SnapshotBody {
+pub(super) struct SnapshotHead {
     /// Lowercase hex sha256, as given.
     pub sha256: String,
+    /// Bytes.
+    pub size: u64,
     /// The last seq the snapshot reflects.
     pub event_watermark: u64,
-    /// The bytes, as many as `size` said.
-    pub bytes: Vec<u8>,
+}
+
+/// What reading a `snapshot` object gives, in order: `Begin`, the bytes in
+/// `Data` pieces, then `End`.
+#[derive(Debug)]
+pub(super) enum SnapshotPiece {
+    /// `data_base64` begins; `size` when the header gave it before.
+    Begin(Option<u64>),
+    /// The next decoded bytes.
+    Data(Vec<u8>),
+    /// The object closed.
+    End(SnapshotHead),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -74,9 +87,8 @@ impl SnapshotPart {
         }
     }
 
-    /// Reads on; `Some` once the object has closed, `None` when more bytes
-    /// are needed.
-    pub fn step(&mut self, input: &mut Input) -> Result<Option<SnapshotBody>, ApiError> {
+    /// Reads on: the next piece, or `None` when more bytes are needed.
+    pub fn step(&mut self, input: &mut Input) -> Result<Option<SnapshotPiece>, ApiError> {
         loop {
             if input.waiting() {
                 return Ok(None);
@@ -86,7 +98,7 @@ impl SnapshotPart {
                     None => return Ok(None),
                     Some(b'}') if first => {
                         input.advance(1);
-                        return self.finish().map(Some);
+                        return self.finish().map(|head| Some(SnapshotPiece::End(head)));
                     }
                     Some(b'"') => {
                         let Some(name) = input.take::<String>(&|| "snapshot".into(), 1024)? else {
@@ -115,13 +127,20 @@ impl SnapshotPart {
                     if !self.value(input, field)? {
                         return Ok(None);
                     }
-                }
-                State::Base64 => {
-                    if !self.base64(input)? {
-                        return Ok(None);
+                    if matches!(self.state, State::Base64) {
+                        return Ok(Some(SnapshotPiece::Begin(self.size)));
                     }
-                    self.state = State::AfterValue;
                 }
+                State::Base64 => match self.base64(input)? {
+                    Base64Step::NeedMore => return Ok(None),
+                    Base64Step::Piece(bytes) => return Ok(Some(SnapshotPiece::Data(bytes))),
+                    Base64Step::Closed(rest) => {
+                        self.state = State::AfterValue;
+                        if !rest.is_empty() {
+                            return Ok(Some(SnapshotPiece::Data(rest)));
+                        }
+                    }
+                },
                 State::AfterValue => match input.peek()? {
                     None => return Ok(None),
                     Some(b',') => {
@@ -130,7 +149,7 @@ impl SnapshotPart {
                     }
                     Some(b'}') => {
                         input.advance(1);
-                        return self.finish().map(Some);
+                        return self.finish().map(|head| Some(SnapshotPiece::End(head)));
                     }
                     Some(_) => return Err(input.syntax("expected ',' or '}' in snapshot")),
                 },
@@ -185,25 +204,34 @@ impl SnapshotPart {
     }
 
     /// Streams `data_base64`'s characters into the decoder up to the
-    /// closing quote; `false` when more bytes are needed.
-    fn base64(&mut self, input: &mut Input) -> Result<bool, ApiError> {
+    /// closing quote, stopping at each piece of decoded bytes.
+    fn base64(&mut self, input: &mut Input) -> Result<Base64Step, ApiError> {
         let Some(data) = self.data.as_mut() else {
             return Err(invalid("snapshot.data_base64", "lost its decoder"));
         };
         loop {
+            if let Some(piece) = data.ready() {
+                return Ok(Base64Step::Piece(piece));
+            }
             let rest = input.rest();
             let plain = rest
                 .iter()
                 .take_while(|&&b| b != b'"' && b != b'\\')
                 .count();
-            data.push(rest.get(..plain).unwrap_or_default())?;
-            input.advance(plain);
+            if plain > 0 {
+                data.push(rest.get(..plain).unwrap_or_default())?;
+                input.advance(plain);
+                check_not_over(data.decoded, self.size)?;
+                continue;
+            }
             match input.rest() {
                 [] if input.eof => return Err(input.cut()),
-                [] | [b'\\'] => return Ok(false),
+                [] | [b'\\'] => return Ok(Base64Step::NeedMore),
                 [b'"', ..] => {
                     input.advance(1);
-                    return Ok(true);
+                    let rest = data.finish()?;
+                    check_not_over(data.decoded, self.size)?;
+                    return Ok(Base64Step::Closed(rest));
                 }
                 // JSON may escape '/', base64's one character that allows it.
                 [b'\\', b'/', ..] => {
@@ -215,7 +243,7 @@ impl SnapshotPart {
         }
     }
 
-    fn finish(&mut self) -> Result<SnapshotBody, ApiError> {
+    fn finish(&mut self) -> Result<SnapshotHead, ApiError> {
         let missing = |name: &str| invalid("snapshot", &format!("missing field `{name}`"));
         let sha256 = self.sha256.take().ok_or_else(|| missing("sha256"))?;
         let size = self.size.ok_or_else(|| missing("size"))?;
@@ -223,37 +251,58 @@ impl SnapshotPart {
             .event_watermark
             .ok_or_else(|| missing("event_watermark"))?;
         let data = self.data.take().ok_or_else(|| missing("data_base64"))?;
-        check_snapshot_header(&sha256, size, event_watermark)?;
-        let bytes = data.finish()?;
-        let decoded = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-        if decoded != size {
+        check_snapshot_header(&sha256, event_watermark)?;
+        if data.decoded != size {
             return Err(invalid(
                 "snapshot.data_base64",
-                &format!("decodes to {decoded} bytes, not the {size} of size"),
+                &format!("decodes to {} bytes, not the {size} of size", data.decoded),
             ));
         }
-        Ok(SnapshotBody {
+        Ok(SnapshotHead {
             sha256,
+            size,
             event_watermark,
-            bytes,
         })
     }
+}
+
+/// Refuses bytes past the header's `size` as soon as they are decoded.
+fn check_not_over(decoded: u64, size: Option<u64>) -> Result<(), ApiError> {
+    match size {
+        Some(size) if decoded > size => Err(invalid(
+            "snapshot.data_base64",
+            &format!("decodes to more than the {size} bytes of size"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// What one move through `data_base64` gave.
+enum Base64Step {
+    NeedMore,
+    Piece(Vec<u8>),
+    /// The closing quote, with the last decoded bytes.
+    Closed(Vec<u8>),
 }
 
 /// Standard padded base64 decoded as it streams: complete groups of four
 /// characters are decoded as they come, but the last group is held back
 /// until the end, since only it may carry padding.
 #[derive(Default)]
-struct Base64Stream {
+pub(super) struct Base64Stream {
     pending: Vec<u8>,
-    decoded: Vec<u8>,
+    bytes: Vec<u8>,
+    /// Bytes decoded so far.
+    pub decoded: u64,
 }
 
 /// Characters decoded at a time.
 const DECODE_BATCH: usize = 64 * 1024;
+/// Decoded bytes handed on at a time, at least.
+const PIECE_BYTES: usize = 256 * 1024;
 
 impl Base64Stream {
-    fn push(&mut self, text: &[u8]) -> Result<(), ApiError> {
+    pub fn push(&mut self, text: &[u8]) -> Result<(), ApiError> {
         self.pending.extend_from_slice(text);
         if self.pending.len() >= DECODE_BATCH + 4 {
             let ready = (self.pending.len() - 4) / 4 * 4;
@@ -262,27 +311,30 @@ impl Base64Stream {
         Ok(())
     }
 
-    fn finish(mut self) -> Result<Vec<u8>, ApiError> {
+    /// The decoded bytes once there are enough to hand on.
+    pub fn ready(&mut self) -> Option<Vec<u8>> {
+        (self.bytes.len() >= PIECE_BYTES).then(|| std::mem::take(&mut self.bytes))
+    }
+
+    /// The text ended: decodes the rest and hands on every byte not yet
+    /// handed on.
+    pub fn finish(&mut self) -> Result<Vec<u8>, ApiError> {
         if !self.pending.len().is_multiple_of(4) {
             return Err(not_base64());
         }
         self.decode(self.pending.len())?;
-        Ok(self.decoded)
+        Ok(std::mem::take(&mut self.bytes))
     }
 
     fn decode(&mut self, len: usize) -> Result<(), ApiError> {
         let text = self.pending.get(..len).unwrap_or_default();
+        let before = self.bytes.len();
         STANDARD
-            .decode_vec(text, &mut self.decoded)
+            .decode_vec(text, &mut self.bytes)
             .map_err(|_| not_base64())?;
         self.pending.drain(..len);
-        let limit = usize::try_from(MAX_MANIFEST_SNAPSHOT_BYTES).unwrap_or(usize::MAX);
-        if self.decoded.len() > limit {
-            return Err(invalid(
-                "snapshot.data_base64",
-                &format!("decodes to more than {MAX_MANIFEST_SNAPSHOT_BYTES} bytes"),
-            ));
-        }
+        let added = u64::try_from(self.bytes.len() - before).unwrap_or(u64::MAX);
+        self.decoded = self.decoded.saturating_add(added);
         Ok(())
     }
 }

@@ -29,12 +29,12 @@ fn describe(item: Item) -> String {
         Item::Event(event, _) => format!("event {} {} {}", event.seq, event.event_type, event.data),
         Item::Session(session, _) => format!("session {}", session.session_id),
         Item::Memory(entry, _) => format!("memory {}={}", entry.key, entry.value),
+        Item::SnapshotBegin(size) => format!("snapshot begins {size:?}"),
+        Item::SnapshotData(bytes) => format!("snapshot bytes {}", hex::encode(bytes)),
         Item::Snapshot(None) => "snapshot none".to_owned(),
-        Item::Snapshot(Some(body)) => format!(
+        Item::Snapshot(Some(head)) => format!(
             "snapshot {} {} {}",
-            body.sha256,
-            body.event_watermark,
-            hex::encode(&body.bytes)
+            head.sha256, head.size, head.event_watermark
         ),
     }
 }
@@ -65,7 +65,9 @@ fn any_cut_of_the_body_reads_the_same_items_in_order() {
     assert_eq!(
         whole,
         vec![
-            format!("snapshot {SHA} 12345 fffefd6869"),
+            "snapshot begins Some(5)".to_owned(),
+            "snapshot bytes fffefd6869".to_owned(),
+            format!("snapshot {SHA} 5 12345"),
             "format stasis.agent.v1".to_owned(),
             r#"agent Some(ManifestAgent { role: "mayor", metadata: "{\"a\": [1, 2]}" })"#
                 .to_owned(),
@@ -197,4 +199,101 @@ fn a_value_past_its_cap_is_refused_before_it_is_buffered_whole() {
         refused_after < 80,
         "refused only after {refused_after} chunks"
     );
+}
+
+/// `len` pseudo-random bytes (xorshift).
+fn noise(len: usize) -> Vec<u8> {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state.to_le_bytes()[0]
+        })
+        .collect()
+}
+
+/// A manifest whose snapshot carries `bytes`, every `/` of its base64
+/// escaped as JSON allows, the header before the data.
+fn snapshot_manifest(bytes: &[u8]) -> String {
+    use base64::{Engine as _, engine::general_purpose::STANDARD};
+    let text = STANDARD.encode(bytes).replace('/', "\\/");
+    format!(
+        r#"{{"snapshot": {{"sha256": "{SHA}", "size": {}, "event_watermark": 1, "data_base64": "{text}"}}}}"#,
+        bytes.len()
+    )
+}
+
+#[test]
+fn snapshot_bytes_decode_the_same_at_every_cut_and_come_in_pieces() {
+    // Not a multiple of 3, so the last group is padded.
+    let bytes = noise(700_001);
+    let body = snapshot_manifest(&bytes);
+    for cut in [1, 2, 3, 4, 5, 7, 4093, 65_537, 1 << 20] {
+        let items = read(body.as_bytes(), cut).expect("reads");
+        assert_eq!(
+            items.first().map(String::as_str),
+            Some("snapshot begins Some(700001)")
+        );
+        let decoded: String = items
+            .iter()
+            .filter_map(|item| item.strip_prefix("snapshot bytes "))
+            .collect();
+        assert!(
+            decoded == hex::encode(&bytes),
+            "cut {cut}: the bytes differ"
+        );
+        let pieces = items.len() - 2;
+        assert!(pieces >= 2, "cut {cut}: {pieces} pieces: the bytes stream");
+        assert_eq!(
+            items.last().map(String::as_str),
+            Some(format!("snapshot {SHA} 700001 1").as_str())
+        );
+    }
+}
+
+#[test]
+fn snapshot_bytes_past_the_header_size_are_refused_before_the_body_ends() {
+    let body = snapshot_manifest(&noise(2_000_000)).replace("\"size\": 2000000", "\"size\": 10");
+    let mut reader = ManifestReader::new();
+    let pieces: Vec<&[u8]> = body.as_bytes().chunks(64 * 1024).collect();
+    let refused_at = pieces.iter().position(|piece| {
+        reader.push(piece);
+        loop {
+            match reader.next() {
+                Ok(Some(_)) => {}
+                Ok(None) => return false,
+                Err(err) => {
+                    assert!(
+                        err.message.contains("more than the 10 bytes of size"),
+                        "{}",
+                        err.message
+                    );
+                    return true;
+                }
+            }
+        }
+    });
+    let refused_at = refused_at.expect("refused");
+    assert!(
+        refused_at < 4,
+        "refused only after {refused_at} of {} pieces",
+        pieces.len()
+    );
+}
+
+#[test]
+fn an_escaped_slash_split_across_reads_decodes() {
+    // Every character of the text is '/', escaped: cuts of 1 split each
+    // escape in two.
+    let bytes = vec![0xff; 3 * 1000];
+    let body = snapshot_manifest(&bytes);
+    assert!(body.contains("\\/\\/\\/\\/"));
+    let items = read(body.as_bytes(), 1).expect("reads");
+    let decoded: String = items
+        .iter()
+        .filter_map(|item| item.strip_prefix("snapshot bytes "))
+        .collect();
+    assert_eq!(decoded, hex::encode(&bytes));
 }

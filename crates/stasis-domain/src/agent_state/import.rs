@@ -58,28 +58,15 @@ pub fn check_format(format: &str) -> Result<(), DomainError> {
     ))
 }
 
-/// The snapshot's header: a SHA-256 in lowercase hex, a size within the
-/// contract and a storable watermark. Its bytes are checked as they are
-/// decoded (length) and stored (hash).
-pub fn check_snapshot_header(
-    sha256: &str,
-    size: u64,
-    event_watermark: u64,
-) -> Result<(), DomainError> {
+/// The snapshot's header: a SHA-256 in lowercase hex and a storable
+/// watermark. Its bytes are checked as they are decoded (length) and
+/// stored (hash, and size against the runtime's snapshot limit).
+pub fn check_snapshot_header(sha256: &str, event_watermark: u64) -> Result<(), DomainError> {
     let is_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
     if sha256.len() != 64 || !sha256.bytes().all(is_hex) {
         return Err(manifest_error(
             "snapshot.sha256",
             "must be 64 lowercase hex digits",
-        ));
-    }
-    if size > super::MAX_MANIFEST_SNAPSHOT_BYTES {
-        return Err(manifest_error(
-            "snapshot.size",
-            &format!(
-                "must be at most {} bytes",
-                super::MAX_MANIFEST_SNAPSHOT_BYTES
-            ),
         ));
     }
     checks::storable(event_watermark).map_err(|b| b.for_manifest("snapshot.event_watermark"))
@@ -204,7 +191,7 @@ fn stage_inline(
     snapshot: &ManifestSnapshot,
     env: &ObjectEnv,
 ) -> Result<StagedSnapshot, DomainError> {
-    check_snapshot_header(&snapshot.sha256, snapshot.size, snapshot.event_watermark)?;
+    check_snapshot_header(&snapshot.sha256, snapshot.event_watermark)?;
     let bytes = decode_base64(&snapshot.data_base64)?;
     if u64::try_from(bytes.len()).ok() != Some(snapshot.size) {
         return Err(manifest_error(
@@ -251,6 +238,7 @@ fn stage_inline(
         event_watermark: snapshot.event_watermark,
         kv_key: None,
         inline: Some(bytes),
+        chunk_size: None,
     })
 }
 

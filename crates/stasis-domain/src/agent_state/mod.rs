@@ -54,10 +54,6 @@ pub use staging::{ImportBatch, ImportCall, ImportChecked, ImportProgress, Import
 /// its JSON text.
 pub const MAX_DOCUMENT_BYTES: u64 = 1_048_576;
 
-/// The largest snapshot a manifest may carry, in decoded bytes (the
-/// contract's 25 MiB KV value).
-pub const MAX_MANIFEST_SNAPSHOT_BYTES: u64 = 26_214_400;
-
 /// Direct access to each concern, for callers that need one piece of state
 /// without a call (e.g. the dispatch reading the checkpoint).
 pub mod read {

@@ -41,7 +41,8 @@ pub enum SnapshotCall {
         /// The key of a KV snapshot.
         kv_key: Option<String>,
     },
-    /// Gives a reservation up.
+    /// Gives a reservation up (and an import's manifest still being
+    /// written under it).
     Abandon {
         /// From [`SnapshotCall::Reserve`].
         version: u64,
@@ -120,6 +121,28 @@ pub enum SnapshotCall {
     ClaimOrphans {
         /// Hex sha256s.
         chunks: Vec<String>,
+    },
+    /// Reserves a version for an import's chunked snapshot: an empty
+    /// manifest, marked as being written (`import_chunks`).
+    ImportReserve {
+        /// The chunk size of its manifest.
+        chunk_size: u64,
+        /// How long the mark lasts without another record (ms).
+        pending_ttl_ms: i64,
+    },
+    /// Records chunks KV now holds and appends them to the import's
+    /// manifest, which names each (so no collection takes them).
+    ImportRecord {
+        /// From [`SnapshotCall::ImportReserve`].
+        version: u64,
+        /// Hex sha256 and size of each, in file order.
+        chunks: Vec<(String, u64)>,
+        /// When the upload began (ms), to tell it from a collection.
+        started_at: i64,
+        /// How long the mark lasts without another record (ms).
+        pending_ttl_ms: i64,
+        /// How far `started_at`'s clock may lag the object's (ms).
+        clock_slack_ms: i64,
     },
 }
 
@@ -240,6 +263,7 @@ pub fn execute(
         }
         SnapshotCall::Abandon { version } => {
             rules::release(store, *version)?;
+            super::import_chunks::abandon(store, *version)?;
             SnapshotReply::Done
         }
         SnapshotCall::Locate { with_bytes } => {

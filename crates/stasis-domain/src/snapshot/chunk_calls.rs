@@ -4,9 +4,10 @@
 
 use super::{
     SnapshotCall, SnapshotMeta, SnapshotReply, StorageKind,
-    call::Committed,
+    call::{Committed, Reserved},
     chunk_table::{self, parse_all},
     digest::{self, ChunkHash},
+    import_chunks,
     manifest::{MIN_CHUNK_SIZE, Manifest},
     rules,
 };
@@ -72,18 +73,32 @@ pub fn execute(
             pending_ttl_ms,
             clock_slack_ms,
         } => {
-            let mut parsed = Vec::with_capacity(chunks.len());
-            for (hex, size) in chunks {
-                let hash = parse_all(std::slice::from_ref(hex), "invalid_id")?;
-                parsed.extend(hash.into_iter().map(|h| (h, *size)));
-            }
-            let times = chunk_table::Times {
-                started_at: *started_at,
-                now_ms: now,
-                pending_until: now.saturating_add(*pending_ttl_ms),
-                clock_slack_ms: (*clock_slack_ms).max(0),
-            };
-            SnapshotReply::Recorded(chunk_table::record(store, &parsed, &times)?)
+            let times = times(now, *started_at, *pending_ttl_ms, *clock_slack_ms);
+            SnapshotReply::Recorded(chunk_table::record(store, &sized(chunks)?, &times)?)
+        }
+        SnapshotCall::ImportReserve {
+            chunk_size,
+            pending_ttl_ms,
+        } => {
+            let expires_at = now.saturating_add(*pending_ttl_ms);
+            let version = import_chunks::reserve(store, *chunk_size, expires_at)?;
+            SnapshotReply::Reserved(Reserved {
+                version,
+                kv_key: None,
+            })
+        }
+        SnapshotCall::ImportRecord {
+            version,
+            chunks,
+            started_at,
+            pending_ttl_ms,
+            clock_slack_ms,
+        } => {
+            let times = times(now, *started_at, *pending_ttl_ms, *clock_slack_ms);
+            let parsed = sized(chunks)?;
+            let fresh =
+                import_chunks::record(store, *version, &parsed, &times, times.pending_until)?;
+            SnapshotReply::Recorded(fresh)
         }
         SnapshotCall::CommitManifest {
             manifest,
@@ -115,6 +130,31 @@ pub fn execute(
             )));
         }
     })
+}
+
+/// Hex names with their sizes, parsed.
+fn sized(chunks: &[(String, u64)]) -> Result<Vec<(ChunkHash, u64)>, DomainError> {
+    let mut parsed = Vec::with_capacity(chunks.len());
+    for (hex, size) in chunks {
+        let hash = parse_all(std::slice::from_ref(hex), "invalid_id")?;
+        parsed.extend(hash.into_iter().map(|h| (h, *size)));
+    }
+    Ok(parsed)
+}
+
+/// The times of an upload recorded at `now`.
+fn times(
+    now: i64,
+    started_at: i64,
+    pending_ttl_ms: i64,
+    clock_slack_ms: i64,
+) -> chunk_table::Times {
+    chunk_table::Times {
+        started_at,
+        now_ms: now,
+        pending_until: now.saturating_add(pending_ttl_ms),
+        clock_slack_ms: clock_slack_ms.max(0),
+    }
 }
 
 fn hex_all(hashes: &[ChunkHash]) -> Vec<String> {

@@ -19,8 +19,8 @@ use crate::{
 };
 use std::collections::{HashMap, HashSet};
 
-/// The tables: chunk rows, and the manifests (the current one and an
-/// import's staged one) by version.
+/// The tables: chunk rows, and the manifests (the current one, and an
+/// import's, staged or being written) by version.
 pub(super) const STATEMENTS: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS snapshot_chunks (
         hash BLOB PRIMARY KEY,
@@ -229,13 +229,18 @@ pub fn add_manifest(
         "INSERT OR REPLACE INTO snapshot_manifests (version, chunk_size, hashes) VALUES (?1, ?2, ?3)",
         params![version, chunk_size, hashes.concat()],
     )?;
+    reference(store, &distinct(hashes))
+}
+
+/// Counts one more reference to each of `hashes` (distinct ones).
+pub fn reference(store: &impl SqlStore, hashes: &[ChunkHash]) -> Result<(), DomainError> {
     // A committed chunk is no longer an upload in progress: once no
     // manifest names it, it may be collected at once.
     each_batch(
         store,
         "UPDATE snapshot_chunks SET refs = refs + 1, pending_until = 0 WHERE hash IN ({in})",
         &[],
-        &distinct(hashes),
+        hashes,
         |_| Ok(()),
     )
 }

@@ -31,6 +31,7 @@ pub mod chunk_calls;
 pub mod chunk_saga;
 mod chunk_table;
 mod digest;
+pub mod import_chunks;
 pub mod manifest;
 pub mod ranges;
 mod rules;
@@ -38,6 +39,7 @@ pub mod saga;
 mod schema;
 pub mod staged;
 pub mod whole;
+mod whole_reader;
 mod wire_bytes;
 
 pub use call::{Committed, Located, Reserved, SnapshotCall, SnapshotReply, execute, is_write};
@@ -53,9 +55,6 @@ pub const KV_BUCKET: &str = "snapshots";
 /// The largest snapshot accepted unless the runtime is configured
 /// otherwise (1 GiB).
 pub const DEFAULT_SNAPSHOT_LIMIT: u64 = 1 << 30;
-/// The largest value of the layout before chunks (one KV key per version,
-/// at most a Workers KV value); only imports still write it.
-pub const MAX_SINGLE_KEY_BYTES: u64 = 26_214_400;
 /// An uploaded chunk no manifest names is kept this long (an upload in
 /// progress), then collected.
 pub const PENDING_CHUNK_TTL_MS: i64 = 60 * 60 * 1000;
@@ -205,6 +204,10 @@ pub struct StagedSnapshot {
     /// Its bytes, for an inline snapshot.
     #[serde(with = "wire_bytes", default)]
     pub inline: Option<Vec<u8>>,
+    /// Its chunk size, for a chunked snapshot: its manifest is stored under
+    /// `version` ([`import_chunks`]).
+    #[serde(default)]
+    pub chunk_size: Option<u64>,
 }
 
 /// The KV key prefix of an agent's snapshots (the bucket holds nothing else).

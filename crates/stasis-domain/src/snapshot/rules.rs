@@ -249,6 +249,9 @@ pub fn keys_in_use(store: &impl SqlStore, now_ms: i64) -> Result<Vec<String>, Do
         "DELETE FROM snapshot_pending WHERE reserved_at < ?1",
         params![now_ms.saturating_sub(PENDING_TTL_MS)],
     )?;
+    // An import's chunked snapshot whose process died goes the same way:
+    // its manifest is dropped, and its chunks are collected.
+    super::import_chunks::expire(store, now_ms)?;
     let mut keys = Vec::new();
     if let Some((_, Some(key))) = current(store)? {
         keys.push(key);
@@ -279,6 +282,7 @@ pub fn wipe(store: &impl SqlStore) -> Result<Vec<String>, DomainError> {
         "snapshot_inline",
         "snapshot_pending",
         "snapshot_staged",
+        "snapshot_importing",
     ] {
         store.run(&format!("DELETE FROM {table}"), Vec::new())?;
     }

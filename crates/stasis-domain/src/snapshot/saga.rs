@@ -146,6 +146,7 @@ pub async fn stage(
         event_watermark: request.event_watermark.unwrap_or(0),
         inline: written.reserved.kv_key.is_none().then(|| body.to_vec()),
         kv_key: written.reserved.kv_key,
+        chunk_size: None,
     })
 }
 

@@ -43,5 +43,6 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), StorageError> {
     for statement in super::chunk_table::STATEMENTS {
         store.run(statement, Vec::new())?;
     }
-    store.run(super::staged::TABLE, Vec::new())
+    store.run(super::staged::TABLE, Vec::new())?;
+    store.run(super::import_chunks::TABLE, Vec::new())
 }

@@ -1,13 +1,15 @@
-//! A snapshot staged by an import: its bytes are already stored (KV key or
-//! inline bytes here), and the import's commit switches the metadata to it
-//! in the same step that replaces the rest of the agent.
+//! A snapshot staged by an import: its bytes are already stored (chunks
+//! named by a manifest under its version, inline bytes here, or, staged
+//! before chunks, one KV key), and the import's commit switches the
+//! metadata to it in the same step that replaces the rest of the agent.
 //!
-//! The staged row keeps its KV key out of sweeps (see
-//! [`super::rules::keys_in_use`]) for as long as the import lasts, however
-//! long that is; once the import commits, aborts or is superseded, the row
-//! goes and a sweep removes a key nothing names any more.
+//! The staged row keeps its manifest's chunks (one reference each) and its
+//! KV key (see [`super::rules::keys_in_use`]) from collection and sweeps
+//! for as long as the import lasts, however long that is; once the import
+//! commits, aborts or is superseded, the row goes, and a collection or
+//! sweep removes what nothing names any more.
 
-use super::{StagedSnapshot, rules};
+use super::{StagedSnapshot, chunk_table, import_chunks, manifest::chunk_count, rules};
 use crate::{
     DomainError, params,
     sql::{RowExt, SqlStore},
@@ -33,12 +35,23 @@ pub fn is_given(store: &impl SqlStore) -> Result<bool, DomainError> {
 }
 
 /// Records the import's snapshot (or its absence). A KV snapshot's
-/// reservation is released: from here on the staged row keeps its key.
+/// reservation is released: from here on the staged row keeps its key; a
+/// chunked one's manifest passes from the import's mark to the row.
 pub fn record(store: &impl SqlStore, staged: Option<&StagedSnapshot>) -> Result<(), DomainError> {
     let Some(staged) = staged else {
         store.run("INSERT INTO snapshot_staged (id) VALUES (1)", Vec::new())?;
         return Ok(());
     };
+    if let Some(chunk_size) = staged.chunk_size {
+        let count = chunk_count(staged.size, chunk_size);
+        let recorded = import_chunks::release(store, staged.version, count)?;
+        if recorded != chunk_size {
+            return Err(DomainError::Storage(format!(
+                "import snapshot version {} has chunks of {recorded} bytes, not {chunk_size}",
+                staged.version
+            )));
+        }
+    }
     store.run(
         "INSERT INTO snapshot_staged (id, version, sha256, size, event_watermark, kv_key, inline)
          VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)",
@@ -65,9 +78,20 @@ pub(super) fn key(store: &impl SqlStore) -> Result<Option<String>, DomainError> 
         .transpose()?)
 }
 
-/// Forgets the staged snapshot (the import ended without committing); a
-/// sweep then removes its KV key.
+/// Forgets the staged snapshot and any an import is still writing (the
+/// import ended without committing); a sweep then removes its KV key and
+/// collects the chunks only it named.
 pub fn clear(store: &impl SqlStore) -> Result<(), DomainError> {
+    if let Some(staged) = load(store)?
+        && staged.chunk_size.is_some()
+    {
+        chunk_table::drop_manifest(store, staged.version)?;
+    }
+    import_chunks::abandon_all(store)?;
+    forget(store)
+}
+
+fn forget(store: &impl SqlStore) -> Result<(), DomainError> {
     store.run("DELETE FROM snapshot_staged", Vec::new())?;
     Ok(())
 }
@@ -78,13 +102,15 @@ pub fn clear(store: &impl SqlStore) -> Result<(), DomainError> {
 pub fn commit(store: &impl SqlStore, now_ms: i64) -> Result<bool, DomainError> {
     let staged = load(store)?;
     rules::clear_current(store)?;
-    clear(store)?;
+    // The staged manifest becomes current: only the row goes.
+    forget(store)?;
+    import_chunks::abandon_all(store)?;
     let Some(staged) = staged else {
         return Ok(false);
     };
-    let version = match staged.kv_key {
-        None => rules::next_version(store)?,
-        Some(_) => staged.version,
+    let version = match (&staged.kv_key, staged.chunk_size) {
+        (None, None) => rules::next_version(store)?,
+        _ => staged.version,
     };
     rules::switch(
         store,
@@ -95,7 +121,7 @@ pub fn commit(store: &impl SqlStore, now_ms: i64) -> Result<bool, DomainError> {
             event_watermark: Some(staged.event_watermark),
             inline: staged.inline.as_deref(),
             kv_key: staged.kv_key.as_deref(),
-            chunk_size: None,
+            chunk_size: staged.chunk_size,
             now_ms,
         },
     )?;
@@ -111,17 +137,28 @@ fn load(store: &impl SqlStore) -> Result<Option<StagedSnapshot>, DomainError> {
     else {
         return Ok(None);
     };
+    let version = row.uint(0)?;
+    let kv_key = row.opt_text(4)?.map(str::to_owned);
+    // An inline snapshot's version is 0 until it becomes current, so only a
+    // chunked one has a manifest under its version.
+    let chunk_size = match (&kv_key, row.get(5)) {
+        (None, None | Some(crate::sql::SqlValue::Null)) if version > 0 => {
+            chunk_table::manifest(store, version)?.map(|(size, _)| size)
+        }
+        _ => None,
+    };
     let inline = match row.get(5) {
         Some(crate::sql::SqlValue::Blob(bytes)) => Some(bytes.clone()),
-        _ if row.opt_text(4)?.is_none() => Some(Vec::new()),
+        _ if kv_key.is_none() && chunk_size.is_none() => Some(Vec::new()),
         _ => None,
     };
     Ok(Some(StagedSnapshot {
-        version: row.uint(0)?,
+        version,
         sha256: row.text(1)?.to_owned(),
         size: row.uint(2)?,
         event_watermark: row.uint(3)?,
-        kv_key: row.opt_text(4)?.map(str::to_owned),
+        kv_key,
         inline,
+        chunk_size,
     }))
 }

@@ -1,21 +1,23 @@
 //! The whole-file PUT and GET over chunked storage, a piece at a time so
 //! that memory does not grow with the snapshot: the writer splits the body
 //! into chunks as it arrives (each hashed, written to KV, and recorded in
-//! batches) and commits their manifest at the end; the reader hands out
-//! the chunks in order, each verified, and verifies the whole file's
-//! sha256 before it hands out the last one.
+//! batches) and commits their manifest at the end, or, for an import,
+//! stages it for the import's commit ([`WholeWriter::for_import`]); the
+//! reader hands out the chunks in order, each verified, and verifies the
+//! whole file's sha256 before it hands out the last one.
 
 use super::{
-    MAX_INLINE_LIMIT, PutRequest, SnapshotMeta,
-    chunk_calls::{ChunkSource, Plan},
+    MAX_INLINE_LIMIT, PutRequest, SnapshotCall, SnapshotMeta, SnapshotReply, StagedSnapshot,
     chunk_key,
     chunk_saga::{self, CommitRequest},
     digest::RunningHash,
     manifest::{Manifest, server_chunk_size},
-    ranges, rules,
-    saga::{self, BlobStore, CORRUPT, SHA256_MISMATCH, SnapshotObject, fetch_visible},
+    rules,
+    saga::{self, BlobStore, SHA256_MISMATCH, SnapshotObject, unexpected},
 };
 use crate::DomainError;
+
+pub use super::whole_reader::{WholeReader, read_chunk};
 
 /// Chunks written to KV before the object records them, at most.
 const RECORD_BATCH: usize = 64;
@@ -30,6 +32,17 @@ pub struct WholeWriter {
     size: u64,
     chunks: Vec<String>,
     unrecorded: Vec<(String, u64)>,
+    target: Target,
+}
+
+/// Where the chunks go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// A manifest committed at the end (a whole-file PUT).
+    Commit,
+    /// An import's manifest, under the version reserved with its first
+    /// chunks.
+    Import(Option<u64>),
 }
 
 impl WholeWriter {
@@ -46,7 +59,23 @@ impl WholeWriter {
             size: 0,
             chunks: Vec::new(),
             unrecorded: Vec::new(),
+            target: Target::Commit,
         }
+    }
+
+    /// A writer of an import's snapshot: its chunks are named by a manifest
+    /// being written (so no collection takes them while the import lasts)
+    /// and [`Self::stage`] hands it to the import instead of committing.
+    pub fn for_import(request: PutRequest, size_hint: Option<u64>, started_at: i64) -> Self {
+        Self {
+            target: Target::Import(None),
+            ..Self::new(request, size_hint, started_at)
+        }
+    }
+
+    /// The bytes taken so far.
+    pub fn size(&self) -> u64 {
+        self.size
     }
 
     /// Takes the next bytes of the body, arriving at `now_ms`.
@@ -111,16 +140,44 @@ impl WholeWriter {
             pending_ttl_ms: self.request.pending_ttl_ms,
             clock_slack_ms: self.request.clock_slack_ms,
         };
-        chunk_saga::record(object, batch, upload).await.map(drop)
+        match self.target {
+            Target::Commit => chunk_saga::record(object, batch, upload).await.map(drop),
+            Target::Import(version) => {
+                let version = match version {
+                    Some(version) => version,
+                    None => self.reserve_import(object).await?,
+                };
+                let call = SnapshotCall::ImportRecord {
+                    version,
+                    chunks: batch,
+                    started_at: upload.started_at,
+                    pending_ttl_ms: upload.pending_ttl_ms,
+                    clock_slack_ms: upload.clock_slack_ms,
+                };
+                match object.call(call).await? {
+                    SnapshotReply::Recorded(_) => Ok(()),
+                    other => Err(unexpected(&other)),
+                }
+            }
+        }
     }
 
-    /// Ends the body: checks `X-Stasis-Sha256`, then stores a small body
-    /// inline or commits the chunks' manifest.
-    pub async fn finish(
-        mut self,
-        object: &impl SnapshotObject,
-        blobs: &impl BlobStore,
-    ) -> Result<SnapshotMeta, DomainError> {
+    async fn reserve_import(&mut self, object: &impl SnapshotObject) -> Result<u64, DomainError> {
+        let call = SnapshotCall::ImportReserve {
+            chunk_size: u64::try_from(self.chunk_size).unwrap_or(u64::MAX),
+            pending_ttl_ms: self.request.pending_ttl_ms,
+        };
+        match object.call(call).await? {
+            SnapshotReply::Reserved(reserved) => {
+                self.target = Target::Import(Some(reserved.version));
+                Ok(reserved.version)
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Checks the whole file's sha256 against `X-Stasis-Sha256`.
+    fn check_whole(&mut self) -> Result<String, DomainError> {
         let sha256 = std::mem::take(&mut self.whole).finish_hex();
         if let Some(expected) = &self.request.expected_sha256
             && !expected.eq_ignore_ascii_case(&sha256)
@@ -130,8 +187,70 @@ impl WholeWriter {
                 format!("the body hashes to {sha256}, not to the X-Stasis-Sha256 {expected}"),
             ));
         }
-        let inline_limit = self.request.inline_limit.min(MAX_INLINE_LIMIT);
-        if self.chunks.is_empty() && self.size <= inline_limit {
+        Ok(sha256)
+    }
+
+    /// Whether the body so far stays inline (nothing reached KV).
+    fn stays_inline(&self) -> bool {
+        self.chunks.is_empty() && self.size <= self.request.inline_limit.min(MAX_INLINE_LIMIT)
+    }
+
+    /// Ends an import's snapshot (a writer from [`Self::for_import`]),
+    /// which must hash to `sha256`: a small one is staged inline, a larger
+    /// one's last chunks are recorded and its manifest handed over, for the
+    /// import to stage and commit. On an error, [`Self::abandon`] it.
+    pub async fn stage(
+        &mut self,
+        object: &impl SnapshotObject,
+        blobs: &impl BlobStore,
+        sha256: &str,
+        event_watermark: u64,
+    ) -> Result<StagedSnapshot, DomainError> {
+        self.request.expected_sha256 = Some(sha256.to_owned());
+        self.request.event_watermark = Some(event_watermark);
+        let sha256 = self.check_whole()?;
+        if self.stays_inline() {
+            let body = std::mem::take(&mut self.buffer);
+            return saga::stage(object, blobs, &self.request, &body).await;
+        }
+        if !self.buffer.is_empty() {
+            self.flush(object, blobs).await?;
+        }
+        self.record(object, blobs).await?;
+        let Target::Import(Some(version)) = self.target else {
+            return Err(DomainError::Storage(
+                "an import's chunked snapshot has no reserved version".into(),
+            ));
+        };
+        Ok(StagedSnapshot {
+            version,
+            sha256,
+            size: self.size,
+            event_watermark,
+            kv_key: None,
+            inline: None,
+            chunk_size: Some(u64::try_from(self.chunk_size).unwrap_or(u64::MAX)),
+        })
+    }
+
+    /// Gives up an import's manifest still being written (the import was
+    /// refused): it is dropped, and its chunks go with the next collection.
+    /// Best effort: a later sweep or import drops it otherwise.
+    pub async fn abandon(&self, object: &impl SnapshotObject) {
+        if let Target::Import(Some(version)) = self.target {
+            let _ = object.call(SnapshotCall::Abandon { version }).await;
+        }
+    }
+
+    /// Ends the body: checks `X-Stasis-Sha256`, then stores a small body
+    /// inline or commits the chunks' manifest.
+    pub async fn finish(
+        mut self,
+        object: &impl SnapshotObject,
+        blobs: &impl BlobStore,
+    ) -> Result<SnapshotMeta, DomainError> {
+        let sha256 = self.check_whole()?;
+        if self.stays_inline() {
             return saga::put(object, blobs, &self.request, &self.buffer).await;
         }
         if !self.buffer.is_empty() {
@@ -155,150 +274,5 @@ impl WholeWriter {
         // PUT, as single keys did; the PUT has succeeded whatever it meets.
         let _ = saga::sweep(object, blobs, &self.request.key_prefix).await;
         Ok(meta)
-    }
-}
-
-/// One chunk's bytes from KV (retried while KV does not show them yet),
-/// verified against its name.
-pub async fn read_chunk(
-    blobs: &impl BlobStore,
-    key_prefix: &str,
-    name: &str,
-) -> Result<Vec<u8>, DomainError> {
-    let bytes = fetch_visible(blobs, &chunk_key(key_prefix, name)).await?;
-    chunk_saga::verify_chunk(blobs, name, &bytes).await?;
-    Ok(bytes)
-}
-
-/// A whole-file GET in progress.
-pub struct WholeReader {
-    plan: Plan,
-    key_prefix: String,
-    next: usize,
-    whole: RunningHash,
-    read: u64,
-    done: bool,
-}
-
-impl WholeReader {
-    /// A reader of `plan` (made with its inline bytes).
-    pub fn new(plan: Plan, key_prefix: String) -> Self {
-        Self {
-            plan,
-            key_prefix,
-            next: 0,
-            whole: RunningHash::default(),
-            read: 0,
-            done: false,
-        }
-    }
-
-    /// The snapshot being read.
-    pub fn meta(&self) -> &SnapshotMeta {
-        &self.plan.meta
-    }
-
-    /// Whether every piece was handed out.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// The next verified piece; `None` once the whole file was handed out.
-    /// An error mid-way means the file cannot be served whole: the
-    /// response must be cut, never completed.
-    pub async fn next_piece(
-        &mut self,
-        blobs: &impl BlobStore,
-    ) -> Result<Option<Vec<u8>>, DomainError> {
-        if self.done {
-            return Ok(None);
-        }
-        let bytes = match &mut self.plan.source {
-            ChunkSource::Inline { bytes } => Some(bytes.take().unwrap_or_default()),
-            ChunkSource::Key { key } => Some(fetch_visible(blobs, key).await?),
-            ChunkSource::Chunks => match self.plan.chunks.get(self.next) {
-                None => None,
-                Some(name) => {
-                    let bytes = read_chunk(blobs, &self.key_prefix, name).await?;
-                    self.next += 1;
-                    Some(bytes)
-                }
-            },
-        };
-        let last = match self.plan.source {
-            ChunkSource::Chunks => self.next >= self.plan.chunks.len(),
-            _ => true,
-        };
-        if let Some(bytes) = &bytes {
-            self.whole.update(bytes);
-            self.read += u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-        }
-        if last {
-            self.done = true;
-            self.verify_whole()?;
-        }
-        Ok(bytes.or_else(|| Some(Vec::new())).filter(|b| !b.is_empty()))
-    }
-
-    /// The chunks not yet read.
-    pub fn chunks_left(&self) -> usize {
-        match self.plan.source {
-            ChunkSource::Chunks if !self.done => self.plan.chunks.len().saturating_sub(self.next),
-            _ => 0,
-        }
-    }
-
-    /// Hands the chunks not yet read out as consecutive ranges of at most
-    /// `per_range` ([`ranges::ranges`]), for a runtime that reads each
-    /// range elsewhere; their bytes come back, in order, through
-    /// [`Self::accept`], and [`Self::finish`] checks the whole file.
-    pub fn take_ranges(&mut self, per_range: usize) -> Vec<Vec<String>> {
-        let total = self.next + self.chunks_left();
-        let planned = ranges::ranges(self.next, total, per_range);
-        self.next = total;
-        planned
-            .into_iter()
-            .filter_map(|range| self.plan.chunks.get(range).map(<[String]>::to_vec))
-            .collect()
-    }
-
-    /// Takes bytes of a range [`Self::take_ranges`] handed out (each chunk
-    /// verified by whoever read it).
-    pub fn accept(&mut self, bytes: &[u8]) {
-        self.whole.update(bytes);
-        self.read += u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    }
-
-    /// Checks the whole file once every range was accepted: call it before
-    /// the last piece goes out. Checks only once.
-    pub fn finish(&mut self) -> Result<(), DomainError> {
-        if self.done {
-            return Ok(());
-        }
-        self.done = true;
-        self.verify_whole()
-    }
-
-    /// Checks the whole file before its last piece goes out.
-    fn verify_whole(&mut self) -> Result<(), DomainError> {
-        let actual = std::mem::take(&mut self.whole).finish_hex();
-        let meta = &self.plan.meta;
-        if actual == meta.sha256 && self.read == meta.size {
-            return Ok(());
-        }
-        Err(DomainError::Storage(format!(
-            "{CORRUPT}: snapshot version {} is corrupt: its {} bytes hash to {actual}, the \
-             metadata records {} ({} bytes); refusing to serve them",
-            meta.version, self.read, meta.sha256, meta.size
-        )))
-    }
-
-    /// Reads every piece into one buffer (an export's snapshot).
-    pub async fn read_all(mut self, blobs: &impl BlobStore) -> Result<Vec<u8>, DomainError> {
-        let mut all = Vec::with_capacity(usize::try_from(self.plan.meta.size).unwrap_or(0));
-        while let Some(piece) = self.next_piece(blobs).await? {
-            all.extend_from_slice(&piece);
-        }
-        Ok(all)
     }
 }

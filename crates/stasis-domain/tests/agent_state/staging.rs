@@ -270,6 +270,7 @@ fn reserved_kv_snapshot(store: &SqliteStore) -> StagedSnapshot {
         event_watermark: 3,
         kv_key: reserved.kv_key,
         inline: None,
+        chunk_size: None,
     }
 }
 
