@@ -57,10 +57,13 @@ pub(super) const SNAPSHOT_NOTES: &str = "\
   then, same round, `snapshot push --whole-file` of the same database: the baseline. Bytes sent
   are the chunks' bytes (the largest round); the request bodies with the JSON of `missing` and of
   the manifest (64 hex digits per chunk, twice) are given beside them.
-- Pull (restore): a SQLite database pushed once by chunks, then `snapshot pull` into a fresh path
-  with no chunk cache (the manifest, every chunk fetched 8 at a time and checked against its
-  sha256, written at its offset, the whole file's sha256, `PRAGMA quick_check`, fsync, rename),
-  then, same round, the baseline: a native copy of the pulled file, `fsync`, and its sha256.
+- Pull (restore): a SQLite database pushed once by chunks (32 KiB), then `snapshot pull` into a
+  fresh path with no chunk cache: the manifest, then, since every one of its many chunks must be
+  fetched, the whole file in one `GET` (the client goes by chunks, 8 at a time, each checked
+  against its sha256, only when fewer than 64 distinct chunks or at most half the bytes are to
+  fetch: a request per 32 KiB chunk costs more than its bytes), streamed into a temp file while
+  hashed, its sha256 checked, `PRAGMA quick_check` and fsync at once, rename; then, same round,
+  the baseline: a native copy of the pulled file, `fsync`, and its sha256.
 - Conversation rebuild: 10,000 events shaped as an agent SDK streams them (a user message is one
   `message.completed` with its text; an assistant message a `message.created`, 10 to 70
   `message_part.updated` with a `delta` of a few words, and a `message.completed`), appended to one
@@ -74,9 +77,9 @@ pub(super) const SNAPSHOT_NOTES: &str = "\
   evicted and the user messages the Mayor in the gap (deferred); then a new container runs
   `stasis-client`'s boot steps, timed: the heartbeat (which clears the drain and carries the
   Mayor's dispatch, rebuilt with the gap message) and each agent's snapshot pulled in turn into an
-  empty folder (by chunks, each and the whole sha256-verified, `quick_check`, fsynced, renamed into
-  place). Checked outside the clock:
-  every digest, every file's size, the dispatch's checkpoint and the gap message in its prompt.
+  empty folder (by chunks in parallel: the server's own, at least 1 MiB, of a whole-file PUT; each
+  and the whole sha256-verified, `quick_check`, fsynced, renamed into place). Checked outside the
+  clock: every digest, every file's size, the dispatch's checkpoint and the gap message in its prompt.
   The 5–7 minutes and the 6–10 s target are the issue's figures for the system stasis replaces,
   not measured here.
 ";

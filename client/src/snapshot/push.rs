@@ -11,7 +11,7 @@ use ureq::SendBody;
 use ureq::http::Response;
 
 use super::cache::ChunkCache;
-use super::chunks::{ChunkedFile, read_chunk};
+use super::chunks::ChunkedFile;
 use super::delta_push::{Delta, DeltaPush};
 use super::transfer::{PushTransfer, TransferMode};
 use super::{announced_sha256, header_u64, quote_etag};
@@ -119,25 +119,9 @@ pub fn upload_file(
         }
     };
     if let Some(cache) = &options.cache {
-        fill_cache(cache, file, chunked);
+        cache.fill_from_file(file, chunked.chunk_size, &chunked.chunks);
     }
     Ok(receipt)
-}
-
-/// Puts the chunks of `file` the cache lacks into it, then trims it. Best effort: the cache
-/// only saves later fetches.
-fn fill_cache(cache: &ChunkCache, file: &Path, chunked: &ChunkedFile) {
-    let Ok(source) = File::open(file) else { return };
-    for (index, sha) in chunked.chunks.iter().enumerate() {
-        if cache.contains(sha) {
-            continue;
-        }
-        if let Ok(bytes) = read_chunk(&source, chunked, index) {
-            cache.put(sha, &bytes);
-        }
-    }
-    // A cache over its bound is trimmed again by the next push or pull.
-    let _ = cache.trim();
 }
 
 /// The file being uploaded and what is announced with it.
