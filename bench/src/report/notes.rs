@@ -44,16 +44,18 @@ pub(super) const SNAPSHOT_NOTES: &str = "\
   growth is `VmHWM − VmRSS before` of the larger of the two, also as a multiple of the body: the
   server splits and assembles streaming, so it must not grow with the body.
 - `snapshot push --whole-file`: `stasis_client::snapshot::push` as a container runs it, the whole
-  file in one request (SQLite's online backup of the open WAL database into a temp folder, its
-  chunk hashes and sha256, the upload streamed from the file with `X-Stasis-Sha256`, the receipt
-  checked), no writer running meanwhile; each push is followed by its local part alone (backup and
-  hash, no request), timed apart. The baseline, right after the pushes, is as many PUTs of as many
+  file in one request (SQLite's online backup of the open WAL database into memory, as for any
+  database up to 256 MiB (a temp folder above), its chunk hashes and sha256 on two threads, the
+  upload streamed from memory with `X-Stasis-Sha256`, the receipt checked), no writer running
+  meanwhile; each push is followed by its local part alone (the copy and its hashes, no
+  request), timed apart. The baseline, right after the pushes, is as many PUTs of as many
   pseudo-random bytes by the bench's own HTTP client.
 - Delta push after one turn: each round first pushes the live database by chunks (untimed: the
   server then holds its chunks, as after a sidecar's previous push), then rewrites 6 `part` rows
   spread over the file with new text of the same length in one transaction (a kilo turn changed 6
-  of 6,623 pages of a real 27 MB kilo.db), then times `snapshot push` (backup copy, 32 KiB chunks
-  hashed, `POST .../missing`, the missing chunks uploaded 8 at a time, the manifest committed),
+  of 6,623 pages of a real 27 MB kilo.db), then times `snapshot push` (the backup copy into
+  memory, its 32 KiB chunks and whole sha256 hashed on two threads, `POST .../missing`, the
+  missing chunks uploaded 8 at a time from memory, the manifest committed),
   then, same round, `snapshot push --whole-file` of the same database: the baseline. Bytes sent
   are the chunks' bytes (the largest round); the request bodies with the JSON of `missing` and of
   the manifest (64 hex digits per chunk, twice) are given beside them.

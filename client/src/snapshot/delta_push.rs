@@ -4,13 +4,12 @@
 //! one) uploads what it names and commits again, a bounded number of times.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use ureq::http::Response;
 
-use super::chunks::{ChunkedFile, read_chunk};
+use super::chunks::ChunkedFile;
+use super::image::{Image, Opened};
 use super::manifest::{ManifestReceipt, ManifestUpload};
 use super::parallel::{self, TRANSFERS_IN_FLIGHT};
 use super::push::{PushOptions, PushReceipt, check_receipt, current_if_ours};
@@ -53,7 +52,7 @@ enum Commit {
 pub(crate) struct DeltaPush<'a> {
     pub client: &'a Client,
     pub agent: &'a AgentRef,
-    pub file: &'a Path,
+    pub image: Image<'a>,
     pub chunked: &'a ChunkedFile,
     pub options: &'a PushOptions,
 }
@@ -65,8 +64,7 @@ impl DeltaPush<'_> {
         let Some(missing) = self.ask_missing(&counters)? else {
             return Ok(Delta::Unsupported);
         };
-        let source = File::open(self.file)
-            .map_err(|e| Error::io(format!("reading {}", self.file.display()), e))?;
+        let source = self.image.open()?;
         let positions: HashMap<&str, usize> = self
             .chunked
             .chunks
@@ -127,7 +125,7 @@ impl DeltaPush<'_> {
     /// Uploads `shas` (each a chunk of the file), in parallel.
     fn upload(
         &self,
-        source: &File,
+        source: &Opened<'_>,
         positions: &HashMap<&str, usize>,
         shas: &[String],
         counters: &Counters,
@@ -140,8 +138,7 @@ impl DeltaPush<'_> {
                     what: self.manifest_what(),
                     detail: format!("the server asks for chunk {sha}, which the file lacks"),
                 })?;
-            let bytes = read_chunk(source, self.chunked, index)
-                .map_err(|e| Error::io(format!("reading {}", self.file.display()), e))?;
+            let bytes = source.chunk(self.chunked, index)?;
             self.upload_chunk(sha, &bytes)?;
             Counters::add(&counters.chunks, 1);
             Counters::add(&counters.bytes, bytes.len() as u64);
