@@ -54,11 +54,13 @@ pub(super) const SNAPSHOT_NOTES: &str = "\
   server then holds its chunks, as after a sidecar's previous push), then rewrites 6 `part` rows
   spread over the file with new text of the same length in one transaction (a kilo turn changed 6
   of 6,623 pages of a real 27 MB kilo.db), then times `snapshot push` (the backup copy into
-  memory, its 32 KiB chunks and whole sha256 hashed on two threads, `POST .../missing`, the
-  missing chunks uploaded 8 at a time from memory, the manifest committed),
+  memory, its 32 KiB chunks and whole sha256 hashed on two threads; knowing the chunks of the
+  untimed push, as the sidecar keeps those of its last push, it uploads the chunks that differ
+  from them, 8 at a time from memory, without asking `POST .../missing`, then commits the
+  manifest; a `409 chunks_missing` would upload what it names and commit again, none did),
   then, same round, `snapshot push --whole-file` of the same database: the baseline. Bytes sent
-  are the chunks' bytes (the largest round); the request bodies with the JSON of `missing` and of
-  the manifest (64 hex digits per chunk, twice) are given beside them.
+  are the chunks' bytes (the largest round); the request bodies with the JSON of the manifest (64
+  hex digits per chunk) are given beside them.
 - Pull (restore): a SQLite database pushed once by chunks (32 KiB), then `snapshot pull` into a
   fresh path with no chunk cache: the manifest, then, since every one of its many chunks must be
   fetched, the whole file in one `GET` (the client goes by chunks, 8 at a time, each checked

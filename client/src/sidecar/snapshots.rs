@@ -19,7 +19,7 @@ use crate::backup::BackupOptions;
 use crate::error::{Error, Result};
 use crate::http::{self, Client};
 use crate::ids::AgentRef;
-use crate::snapshot::{self, LocalCopy, PushOptions, PushReceipt};
+use crate::snapshot::{self, ChunkedFile, LocalCopy, PushOptions, PushReceipt, TransferMode};
 
 /// The longest a push outside the stop may take, retries included.
 const PUSH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -64,6 +64,9 @@ struct Pushed {
     server_sha: Option<Option<String>>,
     /// The last failure logged, so that a lasting one is logged once.
     last_error: Option<String>,
+    /// The chunks of the last snapshot pushed by chunks (cleared by a failed push), so the next
+    /// push uploads the chunks that differ without asking which the server lacks.
+    previous: Option<Arc<ChunkedFile>>,
 }
 
 impl Snapshotter {
@@ -167,9 +170,16 @@ impl Snapshotter {
         let options = PushOptions {
             event_seq: Some(watermark),
             deadline: Some(deadline),
+            previous: pushed.previous.take(),
             ..PushOptions::default()
         };
         let receipt = snapshot::upload_image(&self.client, &self.agent, image, &chunked, &options)?;
+        if receipt
+            .transfer
+            .is_some_and(|t| t.mode == TransferMode::Chunks)
+        {
+            pushed.previous = Some(Arc::new(chunked));
+        }
         pushed.server_sha = Some(Some(receipt.sha256.clone()));
         Ok(Some(receipt))
     }

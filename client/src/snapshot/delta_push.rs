@@ -1,4 +1,5 @@
-//! The delta push: ask which chunks the server lacks, upload only those (in parallel, each
+//! The delta push: ask which chunks the server lacks (or, knowing the chunks of the previous
+//! push from here, take those that differ from it), upload only those (in parallel, each
 //! verified by the server on arrival), then commit the manifest with `If-Match`. A commit
 //! answered `409 chunks_missing` (a chunk collected meanwhile, or a guess that the server held
 //! one) uploads what it names and commits again, a bounded number of times.
@@ -61,8 +62,12 @@ impl DeltaPush<'_> {
     /// Runs the push; a server without the routes is [`Delta::Unsupported`].
     pub fn run(&self) -> Result<Delta> {
         let counters = Counters::default();
-        let Some(missing) = self.ask_missing(&counters)? else {
-            return Ok(Delta::Unsupported);
+        let missing = match &self.options.previous {
+            Some(previous) => self.not_in(previous),
+            None => match self.ask_missing(&counters)? {
+                Some(missing) => missing,
+                None => return Ok(Delta::Unsupported),
+            },
         };
         let source = self.image.open()?;
         let positions: HashMap<&str, usize> = self
@@ -94,6 +99,14 @@ impl DeltaPush<'_> {
             what: self.manifest_what(),
             detail: format!("chunks still missing after {COMMIT_ROUNDS} uploads: {to_send:?}"),
         })
+    }
+
+    /// The distinct chunks of the image that `previous` lacks, in order.
+    fn not_in(&self, previous: &ChunkedFile) -> Vec<String> {
+        let held: HashSet<&str> = previous.chunks.iter().map(String::as_str).collect();
+        let mut unique = self.chunked.unique_chunks();
+        unique.retain(|sha| !held.contains(sha.as_str()));
+        unique
     }
 
     /// `POST .../db-snapshot/missing`: the chunks to upload, or `None` when the server does

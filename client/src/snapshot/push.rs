@@ -3,6 +3,7 @@
 //! to a server without the chunk routes or when asked; the receipt is checked either way.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,12 @@ pub struct PushOptions {
     /// A local chunk cache the push fills with the copy's chunks (so that a pull of what was
     /// pushed fetches nothing).
     pub cache: Option<ChunkCache>,
+    /// The chunks of this agent's snapshot as last pushed from here by chunks (the sidecar keeps
+    /// them): the chunks that differ from them are uploaded without first asking the server
+    /// which it lacks. A server that no longer holds some of the others (collected, or another
+    /// pusher's snapshot replaced them) answers the commit `409 chunks_missing`; those are
+    /// uploaded and the commit tried again.
+    pub previous: Option<Arc<ChunkedFile>>,
 }
 
 /// The server's receipt for a stored snapshot.
