@@ -61,8 +61,9 @@ fn pull_row(pulled: &Measured<Pulls>) -> Row {
     let p = pulled.as_ref().ok();
     Row {
         workload: format!(
-            "`snapshot pull` (restore) of a {} SQLite database, no chunk cache: chunks fetched \
-             in parallel, each and the whole verified, `quick_check`, fsync, rename",
+            "`snapshot pull` (restore) of a {} SQLite database, no chunk cache: the manifest, \
+             then the whole file in one GET (each chunk checked by the server, the whole by the \
+             client), `quick_check`, fsync, rename",
             p.map_or_else(|| "—".to_owned(), |p| size(p.size))
         ),
         stasis: pick(pulled, |p| p.pull),

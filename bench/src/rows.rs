@@ -208,7 +208,7 @@ pub fn snapshot_rows(r: &Results) -> Vec<Row> {
         stasis: pick(&s.push, |p| p.push),
         stasis_note: push.map(|p| {
             let mut note = format!(
-                "{} on disk with its WAL; the backup copy + sha256 alone {}",
+                "{} on disk with its WAL; the local copy + hashes alone {}",
                 size(p.db_bytes),
                 millis(p.local.median)
             );

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use child_writer::Writer;
 use rusqlite::Connection;
-use stasis_client::backup::{BackupOptions, backup_database};
+use stasis_client::backup::{BackupOptions, backup_database, backup_to_memory};
 
 const WRITER_ENV: &str = "STASIS_TEST_WRITER_DB";
 /// Rows per writer transaction.
@@ -171,6 +171,33 @@ fn a_wal_database_written_by_another_process_copies_as_a_consistent_prefix() {
         support_entries(out_dir.path()),
         ["copy.db"],
         "the copy is one self-contained file"
+    );
+}
+
+/// The copy a push takes into memory (small databases) holds the same guarantee.
+#[test]
+fn a_copy_into_memory_while_another_process_writes_is_a_consistent_prefix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("kilo.db");
+    create_seeded(&db, "wal");
+    let writer = Writer::start(&db, WRITER_ENV);
+    let reader = Connection::open(&db).expect("reader");
+    wait_for_writes(&reader);
+    let before = max_id(&reader);
+
+    let mut copy = backup_to_memory(&db, &small_steps(), u64::MAX)
+        .expect("backup")
+        .expect("under the limit");
+    let after = max_id(&reader);
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let file = out_dir.path().join("copy.db");
+    std::fs::write(&file, &*copy.bytes().expect("bytes")).expect("write the copy");
+    assert!(writer.stop(), "the writer ran without error");
+
+    let copied = assert_consistent(&file);
+    assert!(
+        before <= copied && copied <= after && before < after,
+        "{before} <= {copied} <= {after}, the writer committing meanwhile"
     );
 }
 

@@ -44,23 +44,30 @@ pub(super) const SNAPSHOT_NOTES: &str = "\
   growth is `VmHWM − VmRSS before` of the larger of the two, also as a multiple of the body: the
   server splits and assembles streaming, so it must not grow with the body.
 - `snapshot push --whole-file`: `stasis_client::snapshot::push` as a container runs it, the whole
-  file in one request (SQLite's online backup of the open WAL database into a temp folder, its
-  chunk hashes and sha256, the upload streamed from the file with `X-Stasis-Sha256`, the receipt
-  checked), no writer running meanwhile; each push is followed by its local part alone (backup and
-  hash, no request), timed apart. The baseline, right after the pushes, is as many PUTs of as many
+  file in one request (SQLite's online backup of the open WAL database into memory, as for any
+  database up to 256 MiB (a temp folder above), its chunk hashes and sha256 on two threads, the
+  upload streamed from memory with `X-Stasis-Sha256`, the receipt checked), no writer running
+  meanwhile; each push is followed by its local part alone (the copy and its hashes, no
+  request), timed apart. The baseline, right after the pushes, is as many PUTs of as many
   pseudo-random bytes by the bench's own HTTP client.
 - Delta push after one turn: each round first pushes the live database by chunks (untimed: the
   server then holds its chunks, as after a sidecar's previous push), then rewrites 6 `part` rows
   spread over the file with new text of the same length in one transaction (a kilo turn changed 6
-  of 6,623 pages of a real 27 MB kilo.db), then times `snapshot push` (backup copy, 32 KiB chunks
-  hashed, `POST .../missing`, the missing chunks uploaded 8 at a time, the manifest committed),
+  of 6,623 pages of a real 27 MB kilo.db), then times `snapshot push` (the backup copy into
+  memory, its 32 KiB chunks and whole sha256 hashed on two threads; knowing the chunks of the
+  untimed push, as the sidecar keeps those of its last push, it uploads the chunks that differ
+  from them, 8 at a time from memory, without asking `POST .../missing`, then commits the
+  manifest; a `409 chunks_missing` would upload what it names and commit again, none did),
   then, same round, `snapshot push --whole-file` of the same database: the baseline. Bytes sent
-  are the chunks' bytes (the largest round); the request bodies with the JSON of `missing` and of
-  the manifest (64 hex digits per chunk, twice) are given beside them.
-- Pull (restore): a SQLite database pushed once by chunks, then `snapshot pull` into a fresh path
-  with no chunk cache (the manifest, every chunk fetched 8 at a time and checked against its
-  sha256, written at its offset, the whole file's sha256, `PRAGMA quick_check`, fsync, rename),
-  then, same round, the baseline: a native copy of the pulled file, `fsync`, and its sha256.
+  are the chunks' bytes (the largest round); the request bodies with the JSON of the manifest (64
+  hex digits per chunk) are given beside them.
+- Pull (restore): a SQLite database pushed once by chunks (32 KiB), then `snapshot pull` into a
+  fresh path with no chunk cache: the manifest, then, since every one of its many chunks must be
+  fetched, the whole file in one `GET` (the client goes by chunks, 8 at a time, each checked
+  against its sha256, only when fewer than 64 distinct chunks or at most half the bytes are to
+  fetch: a request per 32 KiB chunk costs more than its bytes), streamed into a temp file while
+  hashed, its sha256 checked, `PRAGMA quick_check` and fsync at once, rename; then, same round,
+  the baseline: a native copy of the pulled file, `fsync`, and its sha256.
 - Conversation rebuild: 10,000 events shaped as an agent SDK streams them (a user message is one
   `message.completed` with its text; an assistant message a `message.created`, 10 to 70
   `message_part.updated` with a `delta` of a few words, and a `message.completed`), appended to one
@@ -74,9 +81,9 @@ pub(super) const SNAPSHOT_NOTES: &str = "\
   evicted and the user messages the Mayor in the gap (deferred); then a new container runs
   `stasis-client`'s boot steps, timed: the heartbeat (which clears the drain and carries the
   Mayor's dispatch, rebuilt with the gap message) and each agent's snapshot pulled in turn into an
-  empty folder (by chunks, each and the whole sha256-verified, `quick_check`, fsynced, renamed into
-  place). Checked outside the clock:
-  every digest, every file's size, the dispatch's checkpoint and the gap message in its prompt.
+  empty folder (by chunks in parallel: the server's own, at least 1 MiB, of a whole-file PUT; each
+  and the whole sha256-verified, `quick_check`, fsynced, renamed into place). Checked outside the
+  clock: every digest, every file's size, the dispatch's checkpoint and the gap message in its prompt.
   The 5–7 minutes and the 6–10 s target are the issue's figures for the system stasis replaces,
   not measured here.
 ";

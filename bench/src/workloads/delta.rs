@@ -1,10 +1,12 @@
 //! The delta push after one agent turn: the live database (see
 //! [`push::live_database`]) changes by one turn ([`LiveDb::one_turn`]), then
-//! `stasis-client` pushes it by chunks (only those the server lacks), then
-//! pushes the same database whole: the baseline, measured in the same round.
+//! `stasis-client` pushes it by chunks (those that differ from its previous
+//! push), then pushes the same database whole: the baseline, measured in the
+//! same round.
 //!
 //! Each round first brings the server's snapshot back to the database's
-//! chunks (untimed), as a sidecar's previous push would have left it.
+//! chunks (untimed), as a sidecar's previous push would have left it, and
+//! the timed push knows those chunks, as the sidecar does.
 
 use super::{
     Bounds, container_client,
@@ -14,7 +16,9 @@ use crate::{client::Endpoint, stats::Latency};
 use anyhow::{Context, Result, bail};
 use stasis_client::{
     AgentRef, Client,
-    snapshot::{self, PushOptions, PushReceipt, PushTransfer, TransferMode},
+    snapshot::{
+        self, ChunkedFile, LocalCopy, PushOptions, PushReceipt, PushTransfer, TransferMode,
+    },
 };
 use std::{
     path::Path,
@@ -72,9 +76,9 @@ pub async fn delta_pushes(
     let mut round = 0u64;
     while (deltas.len() as u64) < bounds.count && Instant::now() < deadline {
         round += 1;
-        push_once(&client, &agent, &db.path, false).await?;
+        let previous = resync(&client, &agent, &db.path).await?;
         db.one_turn(round)?;
-        let (took, receipt) = push_once(&client, &agent, &db.path, false).await?;
+        let (took, receipt) = push_once(&client, &agent, &db.path, Some(previous)).await?;
         let sent = receipt.transfer.context("no transfer figures")?;
         if sent.mode != TransferMode::Chunks {
             bail!("the server does not serve the chunk routes: the push went whole");
@@ -84,7 +88,7 @@ pub async fn delta_pushes(
         if largest.is_none_or(|l| sent.bytes_sent > l.bytes_sent) {
             largest = Some(sent);
         }
-        let (took, whole) = push_once(&client, &agent, &db.path, true).await?;
+        let (took, whole) = push_once(&client, &agent, &db.path, None).await?;
         if whole.sha256 != receipt.sha256 {
             bail!("the whole-file push stored other bytes than the delta push");
         }
@@ -100,18 +104,40 @@ pub async fn delta_pushes(
     })
 }
 
-/// One push on a blocking thread: how long it took and its receipt.
+/// The untimed push that brings the server back to the database's chunks,
+/// as a sidecar's previous push would: the chunks it pushed, which the next
+/// push knows.
+async fn resync(client: &Client, agent: &AgentRef, db: &Path) -> Result<Arc<ChunkedFile>> {
+    let (client, agent, db) = (client.clone(), agent.clone(), db.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let options = PushOptions {
+            deadline: Some(Instant::now() + PUSH_DEADLINE),
+            ..PushOptions::default()
+        };
+        let mut copy = LocalCopy::take(&db, &options.backup, None)?;
+        let bytes = copy.bytes()?;
+        let chunked = bytes.image().chunked()?;
+        snapshot::upload_image(&client, &agent, bytes.image(), &chunked, &options)?;
+        Ok(Arc::new(chunked))
+    })
+    .await
+    .context("a push panicked")?
+}
+
+/// One push on a blocking thread: how long it took and its receipt. With
+/// the chunks of the previous push it goes by chunks; without, whole.
 async fn push_once(
     client: &Client,
     agent: &AgentRef,
     db: &Path,
-    whole_file: bool,
+    previous: Option<Arc<ChunkedFile>>,
 ) -> Result<(Duration, PushReceipt)> {
     let (client, agent, db) = (client.clone(), agent.clone(), db.to_owned());
     tokio::task::spawn_blocking(move || {
         let options = PushOptions {
             deadline: Some(Instant::now() + PUSH_DEADLINE),
-            whole_file,
+            whole_file: previous.is_none(),
+            previous,
             ..PushOptions::default()
         };
         let start = Instant::now();

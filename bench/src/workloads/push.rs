@@ -9,8 +9,8 @@ use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
 use stasis_client::{
     AgentRef, Client,
-    backup::{BackupOptions, backup_database},
-    snapshot::{self, PushOptions},
+    backup::BackupOptions,
+    snapshot::{self, LocalCopy, PushOptions},
 };
 use std::{
     path::{Path, PathBuf},
@@ -150,14 +150,14 @@ pub struct Pushes {
     pub size: u64,
     /// `stasis_client::snapshot::push`: copy, hash, upload, receipt checked.
     pub push: Latency,
-    /// The push's local part alone: the backup copy and its sha256.
+    /// The push's local part alone: the copy and its hashes.
     pub local: Latency,
     /// Requests `stasis-client` retried over the whole workload.
     pub retries: u32,
 }
 
 /// Rounds of one push of `db` as the snapshot of `agent` in `town`, each
-/// followed by its local part alone (the backup copy and its hash, no
+/// followed by its local part alone (the copy and its hashes, no
 /// request). A first push warms up and is not counted.
 pub async fn pushes(
     endpoint: &Arc<Endpoint>,
@@ -210,14 +210,11 @@ async fn push_once(client: &Client, agent: &AgentRef, db: &Path) -> Result<(Dura
     .context("a push panicked")?
 }
 
-/// What a push does before it uploads: the backup copy and its sha256.
+/// What a push does before it uploads: the consistent copy (in memory at
+/// this size) and its chunk and whole-file hashes.
 fn copy_and_hash(db: &Path) -> Result<Duration> {
-    let dir = tempfile::Builder::new()
-        .prefix("stasis-bench-copy-")
-        .tempdir()?;
-    let copy = dir.path().join("kilo.db");
     let start = Instant::now();
-    backup_database(db, &copy, &BackupOptions::default(), |_, _| {})?;
-    snapshot::hash_file(&copy)?;
+    let mut copy = LocalCopy::take(db, &BackupOptions::default(), None)?;
+    copy.bytes()?.image().chunked()?;
     Ok(start.elapsed())
 }

@@ -1,6 +1,6 @@
 //! Pull (restore) of a SQLite database by `stasis-client`, with no chunk
-//! cache: the manifest, every chunk fetched in parallel and verified, the
-//! whole file's sha256, `PRAGMA quick_check`, fsync and rename. Its
+//! cache: the manifest, then (every chunk being needed) the whole file in
+//! one GET, its sha256 checked, `PRAGMA quick_check`, fsync and rename. Its
 //! baseline, in the same round: a native copy of the same file + fsync +
 //! sha256.
 

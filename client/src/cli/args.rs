@@ -145,7 +145,7 @@ pub enum SnapshotCommand {
     /// Copy a live SQLite database consistently and upload what the server lacks.
     ///
     /// Takes the copy with SQLite's online backup API (the database may be open and written
-    /// meanwhile), splits it into fixed chunks (32 KiB up to 1 GiB, larger beyond so that there
+    /// meanwhile; the copy is held in memory up to 256 MiB, else in a temp file), splits it into fixed chunks (32 KiB up to 1 GiB, larger beyond so that there
     /// are at most 32,768) and hashes each, asks the server which chunks it lacks, uploads
     /// those (8 at a time), and commits the manifest (with If-Match when given). A snapshot of
     /// at most 1 MiB, a server without the chunk routes, or --whole-file: the whole file in one

@@ -15,11 +15,11 @@ use std::time::{Duration, Instant, SystemTime};
 use super::Log;
 use super::control::Control;
 use super::stats::{Stats, add};
-use crate::backup::{self, BackupOptions};
+use crate::backup::BackupOptions;
 use crate::error::{Error, Result};
 use crate::http::{self, Client};
 use crate::ids::AgentRef;
-use crate::snapshot::{self, ChunkedFile, PushOptions, PushReceipt};
+use crate::snapshot::{self, ChunkedFile, LocalCopy, PushOptions, PushReceipt, TransferMode};
 
 /// The longest a push outside the stop may take, retries included.
 const PUSH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -64,6 +64,9 @@ struct Pushed {
     server_sha: Option<Option<String>>,
     /// The last failure logged, so that a lasting one is logged once.
     last_error: Option<String>,
+    /// The chunks of the last snapshot pushed by chunks (cleared by a failed push), so the next
+    /// push uploads the chunks that differ without asking which the server lacks.
+    previous: Option<Arc<ChunkedFile>>,
 }
 
 impl Snapshotter {
@@ -149,23 +152,15 @@ impl Snapshotter {
         deadline: Option<Instant>,
     ) -> Result<Option<PushReceipt>> {
         let deadline = deadline.unwrap_or_else(|| Instant::now() + PUSH_TIMEOUT);
-        let dir = tempfile::Builder::new()
-            .prefix("snapshot-")
-            .tempdir_in(&self.work_dir)
-            .map_err(|e| {
-                Error::io(
-                    format!("creating a directory in {}", self.work_dir.display()),
-                    e,
-                )
-            })?;
-        let copy = dir.path().join("kilo.db");
         let left = deadline.saturating_duration_since(Instant::now());
         let options = BackupOptions {
             lock_wait: BackupOptions::default().lock_wait.min(left),
             ..BackupOptions::default()
         };
-        backup::backup_database(&self.db, &copy, &options, |_, _| {})?;
-        let chunked = ChunkedFile::scan(&copy)?;
+        let mut copy = LocalCopy::take(&self.db, &options, Some(&self.work_dir))?;
+        let bytes = copy.bytes()?;
+        let image = bytes.image();
+        let chunked = image.chunked()?;
         let server_sha = pushed
             .server_sha
             .get_or_insert_with(|| self.server_sha(deadline));
@@ -175,9 +170,16 @@ impl Snapshotter {
         let options = PushOptions {
             event_seq: Some(watermark),
             deadline: Some(deadline),
+            previous: pushed.previous.take(),
             ..PushOptions::default()
         };
-        let receipt = snapshot::upload_file(&self.client, &self.agent, &copy, &chunked, &options)?;
+        let receipt = snapshot::upload_image(&self.client, &self.agent, image, &chunked, &options)?;
+        if receipt
+            .transfer
+            .is_some_and(|t| t.mode == TransferMode::Chunks)
+        {
+            pushed.previous = Some(Arc::new(chunked));
+        }
         pushed.server_sha = Some(Some(receipt.sha256.clone()));
         Ok(Some(receipt))
     }

@@ -9,6 +9,7 @@
 
 use std::fs::{self, File};
 use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -115,6 +116,42 @@ impl ChunkCache {
         temp.write_all(bytes)?;
         temp.persist(path).map_err(|e| e.error)?;
         Ok(())
+    }
+
+    /// Puts the chunks of the file at `path` it lacks into the cache (chunk `i` of `chunks`
+    /// at `i * chunk_size`), then trims it (see [`ChunkCache::fill_with`]).
+    pub(crate) fn fill_from_file(&self, path: &Path, chunk_size: u64, chunks: &[String]) {
+        let Ok(source) = File::open(path) else { return };
+        let Ok(size) = source.metadata().map(|m| m.len()) else {
+            return;
+        };
+        self.fill_with(chunks, |index| {
+            let offset = (index as u64).saturating_mul(chunk_size);
+            let len = super::chunks::chunk_len(size, chunk_size, index as u64);
+            let mut bytes = vec![0u8; usize::try_from(len).ok()?];
+            source.read_exact_at(&mut bytes, offset).ok()?;
+            Some(bytes)
+        });
+    }
+
+    /// Puts each of `chunks` it lacks into the cache, its bytes read by `read(index)`, then
+    /// trims it. Best effort: the cache only saves later fetches, and an entry that does not
+    /// match its name is rejected when read.
+    pub(crate) fn fill_with<B: AsRef<[u8]>>(
+        &self,
+        chunks: &[String],
+        mut read: impl FnMut(usize) -> Option<B>,
+    ) {
+        for (index, sha) in chunks.iter().enumerate() {
+            if self.contains(sha) {
+                continue;
+            }
+            if let Some(bytes) = read(index) {
+                self.put(sha, bytes.as_ref());
+            }
+        }
+        // A cache over its bound is trimmed again by the next push or pull.
+        let _ = self.trim();
     }
 
     /// Evicts the entries used longest ago until the cache holds at most its bound; answers

@@ -8,7 +8,6 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::mpsc::sync_channel;
 
@@ -115,6 +114,33 @@ impl ChunkedFile {
         })
     }
 
+    /// Hashes `bytes` in chunks of [`chunk_size_for`] their length: the whole on this thread
+    /// while another hashes the chunks.
+    pub fn of_bytes(bytes: &[u8]) -> Self {
+        let size = bytes.len() as u64;
+        let chunk_size = chunk_size_for(size);
+        let chunk_len = usize::try_from(chunk_size).unwrap_or(usize::MAX);
+        let (whole, chunks) = std::thread::scope(|scope| {
+            let chunks = scope.spawn(|| {
+                bytes
+                    .chunks(chunk_len)
+                    .map(|c| hex::encode(Sha256::digest(c)))
+                    .collect::<Vec<_>>()
+            });
+            let whole = hex::encode(Sha256::digest(bytes));
+            let chunks = chunks
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (whole, chunks)
+        });
+        ChunkedFile {
+            size,
+            sha256: whole,
+            chunk_size,
+            chunks,
+        }
+    }
+
     /// The byte range of chunk `index`: its offset and length.
     pub fn range(&self, index: usize) -> (u64, u64) {
         let index = index as u64;
@@ -138,16 +164,6 @@ impl ChunkedFile {
             .cloned()
             .collect()
     }
-}
-
-/// Reads chunk `index` of `chunked` from `file`.
-pub fn read_chunk(file: &File, chunked: &ChunkedFile, index: usize) -> io::Result<Vec<u8>> {
-    let (offset, len) = chunked.range(index);
-    let len = usize::try_from(len)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "chunk too large"))?;
-    let mut bytes = vec![0u8; len];
-    file.read_exact_at(&mut bytes, offset)?;
-    Ok(bytes)
 }
 
 /// Fills `buf` from `reader` unless the input ends first; answers the bytes read.
@@ -240,15 +256,10 @@ mod tests {
     }
 
     #[test]
-    fn a_chunk_is_read_back_from_its_offset() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("f");
-        let bytes: Vec<u8> = (0..70_000u32).map(|i| (i % 241) as u8).collect();
-        std::fs::write(&path, &bytes).expect("write");
-        let scanned = ChunkedFile::scan(&path).expect("scan");
-        let file = File::open(&path).expect("open");
-        let last = read_chunk(&file, &scanned, 2).expect("read");
-        assert_eq!(last, bytes[64 * 1024..]);
-        assert_eq!(sha256_hex(&last), scanned.chunks[2]);
+    fn hashing_bytes_in_memory_equals_scanning_them() {
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let scanned = ChunkedFile::scan_reader(&bytes[..], chunk_size_for(200_000)).expect("scan");
+        assert_eq!(ChunkedFile::of_bytes(&bytes), scanned);
+        assert_eq!(ChunkedFile::of_bytes(&[]).chunks.len(), 0);
     }
 }

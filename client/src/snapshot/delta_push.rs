@@ -1,16 +1,16 @@
-//! The delta push: ask which chunks the server lacks, upload only those (in parallel, each
+//! The delta push: ask which chunks the server lacks (or, knowing the chunks of the previous
+//! push from here, take those that differ from it), upload only those (in parallel, each
 //! verified by the server on arrival), then commit the manifest with `If-Match`. A commit
 //! answered `409 chunks_missing` (a chunk collected meanwhile, or a guess that the server held
 //! one) uploads what it names and commits again, a bounded number of times.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use ureq::http::Response;
 
-use super::chunks::{ChunkedFile, read_chunk};
+use super::chunks::ChunkedFile;
+use super::image::{Image, Opened};
 use super::manifest::{ManifestReceipt, ManifestUpload};
 use super::parallel::{self, TRANSFERS_IN_FLIGHT};
 use super::push::{PushOptions, PushReceipt, check_receipt, current_if_ours};
@@ -53,7 +53,7 @@ enum Commit {
 pub(crate) struct DeltaPush<'a> {
     pub client: &'a Client,
     pub agent: &'a AgentRef,
-    pub file: &'a Path,
+    pub image: Image<'a>,
     pub chunked: &'a ChunkedFile,
     pub options: &'a PushOptions,
 }
@@ -62,11 +62,14 @@ impl DeltaPush<'_> {
     /// Runs the push; a server without the routes is [`Delta::Unsupported`].
     pub fn run(&self) -> Result<Delta> {
         let counters = Counters::default();
-        let Some(missing) = self.ask_missing(&counters)? else {
-            return Ok(Delta::Unsupported);
+        let missing = match &self.options.previous {
+            Some(previous) => self.not_in(previous),
+            None => match self.ask_missing(&counters)? {
+                Some(missing) => missing,
+                None => return Ok(Delta::Unsupported),
+            },
         };
-        let source = File::open(self.file)
-            .map_err(|e| Error::io(format!("reading {}", self.file.display()), e))?;
+        let source = self.image.open()?;
         let positions: HashMap<&str, usize> = self
             .chunked
             .chunks
@@ -98,6 +101,14 @@ impl DeltaPush<'_> {
         })
     }
 
+    /// The distinct chunks of the image that `previous` lacks, in order.
+    fn not_in(&self, previous: &ChunkedFile) -> Vec<String> {
+        let held: HashSet<&str> = previous.chunks.iter().map(String::as_str).collect();
+        let mut unique = self.chunked.unique_chunks();
+        unique.retain(|sha| !held.contains(sha.as_str()));
+        unique
+    }
+
     /// `POST .../db-snapshot/missing`: the chunks to upload, or `None` when the server does
     /// not know the route (404 `not_found`, 405).
     fn ask_missing(&self, counters: &Counters) -> Result<Option<Vec<String>>> {
@@ -127,7 +138,7 @@ impl DeltaPush<'_> {
     /// Uploads `shas` (each a chunk of the file), in parallel.
     fn upload(
         &self,
-        source: &File,
+        source: &Opened<'_>,
         positions: &HashMap<&str, usize>,
         shas: &[String],
         counters: &Counters,
@@ -140,8 +151,7 @@ impl DeltaPush<'_> {
                     what: self.manifest_what(),
                     detail: format!("the server asks for chunk {sha}, which the file lacks"),
                 })?;
-            let bytes = read_chunk(source, self.chunked, index)
-                .map_err(|e| Error::io(format!("reading {}", self.file.display()), e))?;
+            let bytes = source.chunk(self.chunked, index)?;
             self.upload_chunk(sha, &bytes)?;
             Counters::add(&counters.chunks, 1);
             Counters::add(&counters.bytes, bytes.len() as u64);

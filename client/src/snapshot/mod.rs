@@ -7,6 +7,7 @@ mod cache;
 mod chunked_pull;
 mod chunks;
 mod delta_push;
+mod image;
 mod landing;
 mod manifest;
 mod ordered_hash;
@@ -27,10 +28,12 @@ use crate::http;
 
 pub use cache::{CACHE_DIR_ENV, CacheRead, ChunkCache, DEFAULT_CACHE_BYTES};
 pub use chunks::{ChunkedFile, chunk_size_for};
+pub use image::{CopyBytes, Image, LocalCopy};
 pub use landing::quick_check;
 pub use pull::{PullOptions, PullOutcome, PulledSnapshot, pull};
 pub use push::{
-    PushOptions, PushReceipt, SMALL_SNAPSHOT_BYTES, push, upload_file, upload_whole_file,
+    PushOptions, PushReceipt, SMALL_SNAPSHOT_BYTES, push, upload_file, upload_image,
+    upload_whole_file,
 };
 pub use transfer::{PullTransfer, PushTransfer, TransferMode};
 

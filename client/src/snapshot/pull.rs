@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::cache::ChunkCache;
 use super::chunked_pull::{Chunked, ChunkedPull};
 use super::landing::local_version;
+use super::manifest::Manifest;
 use super::transfer::PullTransfer;
 use super::whole_file_pull::pull_whole_file;
 use crate::error::{Error, Result};
@@ -63,9 +64,12 @@ pub enum PullOutcome {
 /// Against a server with the chunk routes, the manifest comes first; each distinct chunk is
 /// taken from `options.cache` when it holds it (re-hashed on read) and fetched otherwise, in
 /// parallel, each checked against its sha256; the chunks are written at their offsets into a
-/// temporary file beside `out`, whose whole sha256 must then equal the manifest's. Against a
-/// server without them (or with `options.whole_file`), the bytes stream into the temporary file
-/// while hashed. Either way the file must pass `PRAGMA quick_check`, is fsynced and renamed over
+/// temporary file beside `out`, whose whole sha256 must then equal the manifest's. When the
+/// chunks to fetch are many and most of the bytes (a pull with a cold cache), one whole-file
+/// `GET` costs less than a request per chunk (the server checks each chunk as it sends it): the
+/// bytes then stream in as against a server without the chunk routes (or with
+/// `options.whole_file`): into the temporary file while hashed, checked against the announced
+/// sha256, and afterwards put into the cache. Either way the file must pass `PRAGMA quick_check`, is fsynced and renamed over
 /// `out`, and the directory fsynced; a failed or interrupted pull leaves `out` as it was and no
 /// partial file. SQLite files left beside the old database (`-wal`, `-shm`, `-journal`) are
 /// removed just before the rename: they belong to the old content and would corrupt the new
@@ -97,9 +101,27 @@ pub fn pull(
             options,
             local: local.as_ref(),
         };
-        if let Chunked::Done(outcome) = chunked.run()? {
-            return Ok(outcome);
+        match chunked.run()? {
+            Chunked::Done(outcome) => return Ok(outcome),
+            Chunked::Unsupported => {}
+            Chunked::WholeFile(manifest) => {
+                let outcome = pull_whole_file(client, agent, out, options, local)?;
+                fill_cache(options.cache.as_ref(), out, &manifest, &outcome);
+                return Ok(outcome);
+            }
         }
     }
     pull_whole_file(client, agent, out, options, local)
+}
+
+/// After a whole-file pull of the snapshot `manifest` describes, puts its chunks into the cache,
+/// as a chunked pull would have (so a later pull of a near version fetches little).
+fn fill_cache(cache: Option<&ChunkCache>, out: &Path, manifest: &Manifest, outcome: &PullOutcome) {
+    let Some(cache) = cache else { return };
+    // A newer snapshot may have landed between the manifest and the GET: other chunks then.
+    if let PullOutcome::Pulled(pulled) = outcome
+        && pulled.sha256.eq_ignore_ascii_case(&manifest.sha256)
+    {
+        cache.fill_from_file(out, manifest.chunk_size, &manifest.chunks);
+    }
 }

@@ -1,9 +1,9 @@
-//! Push: a consistent copy of a live database, split into chunks and hashed, then sent by the
-//! delta protocol (see [`super::delta_push`]), or whole (streamed from disk) to a server without
-//! the chunk routes or when asked; the receipt is checked either way.
+//! Push: a consistent copy of a live database (in memory when small enough), split into chunks
+//! and hashed, then sent by the delta protocol (see [`super::delta_push`]), or whole (streamed)
+//! to a server without the chunk routes or when asked; the receipt is checked either way.
 
-use std::fs::File;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -11,11 +11,12 @@ use ureq::SendBody;
 use ureq::http::Response;
 
 use super::cache::ChunkCache;
-use super::chunks::{ChunkedFile, read_chunk};
+use super::chunks::ChunkedFile;
 use super::delta_push::{Delta, DeltaPush};
+use super::image::{Image, LocalCopy};
 use super::transfer::{PushTransfer, TransferMode};
 use super::{announced_sha256, header_u64, quote_etag};
-use crate::backup::{self, BackupOptions};
+use crate::backup::BackupOptions;
 use crate::error::{Error, Result};
 use crate::http::{self, Client};
 use crate::ids::AgentRef;
@@ -40,6 +41,12 @@ pub struct PushOptions {
     /// A local chunk cache the push fills with the copy's chunks (so that a pull of what was
     /// pushed fetches nothing).
     pub cache: Option<ChunkCache>,
+    /// The chunks of this agent's snapshot as last pushed from here by chunks (the sidecar keeps
+    /// them): the chunks that differ from them are uploaded without first asking the server
+    /// which it lacks. A server that no longer holds some of the others (collected, or another
+    /// pusher's snapshot replaced them) answers the commit `409 chunks_missing`; those are
+    /// uploaded and the commit tried again.
+    pub previous: Option<Arc<ChunkedFile>>,
 }
 
 /// The server's receipt for a stored snapshot.
@@ -66,37 +73,46 @@ pub struct PushReceipt {
     pub transfer: Option<PushTransfer>,
 }
 
-/// Takes a consistent copy of the live database at `db` (see [`backup`]) into a temporary
-/// directory, hashes its chunks, and uploads it as `agent`'s snapshot (see [`upload_file`]).
+/// Takes a consistent copy of the live database at `db` (see [`LocalCopy`]: in memory when it
+/// is small enough, else in a temporary directory), hashes its chunks, and uploads it as
+/// `agent`'s snapshot (see [`upload_image`]).
 pub fn push(
     client: &Client,
     agent: &AgentRef,
     db: &Path,
     options: &PushOptions,
 ) -> Result<PushReceipt> {
-    let dir = tempfile::Builder::new()
-        .prefix("stasis-push-")
-        .tempdir()
-        .map_err(|e| Error::io("creating a temporary directory for the copy", e))?;
-    let copy = dir.path().join("kilo.db");
-    backup::backup_database(db, &copy, &options.backup, |_, _| {})?;
-    let chunked = ChunkedFile::scan(&copy)?;
-    upload_file(client, agent, &copy, &chunked, options)
+    let mut copy = LocalCopy::take(db, &options.backup, None)?;
+    let bytes = copy.bytes()?;
+    let image = bytes.image();
+    let chunked = image.chunked()?;
+    upload_image(client, agent, image, &chunked, options)
 }
 
 /// Snapshots up to this size go whole: one request instead of three or more, and the server
 /// keeps them inline in SQL (its default inline limit), with no KV operation at all.
 pub const SMALL_SNAPSHOT_BYTES: u64 = 1024 * 1024;
 
-/// Uploads `file`, a consistent database nothing writes to meanwhile, whose chunks `chunked`
-/// describes, as `agent`'s snapshot: by the delta protocol (only the chunks the server lacks),
-/// or whole when it is at most [`SMALL_SNAPSHOT_BYTES`], when `options.whole_file` says so, or
-/// when the server does not know the chunk routes.
-/// Fills `options.cache` with the file's chunks once the snapshot is stored.
+/// [`upload_image`] of a file.
 pub fn upload_file(
     client: &Client,
     agent: &AgentRef,
     file: &Path,
+    chunked: &ChunkedFile,
+    options: &PushOptions,
+) -> Result<PushReceipt> {
+    upload_image(client, agent, Image::File(file), chunked, options)
+}
+
+/// Uploads `image`, a consistent database nothing writes to meanwhile, whose chunks `chunked`
+/// describes, as `agent`'s snapshot: by the delta protocol (only the chunks the server lacks),
+/// or whole when it is at most [`SMALL_SNAPSHOT_BYTES`], when `options.whole_file` says so, or
+/// when the server does not know the chunk routes.
+/// Fills `options.cache` with the image's chunks once the snapshot is stored.
+pub fn upload_image(
+    client: &Client,
+    agent: &AgentRef,
+    image: Image<'_>,
     chunked: &ChunkedFile,
     options: &PushOptions,
 ) -> Result<PushReceipt> {
@@ -106,7 +122,7 @@ pub fn upload_file(
         DeltaPush {
             client,
             agent,
-            file,
+            image,
             chunked,
             options,
         }
@@ -114,37 +130,21 @@ pub fn upload_file(
     };
     let receipt = match delta {
         Delta::Stored(receipt) => receipt,
-        Delta::Unsupported => {
-            upload_whole_file(client, agent, file, &chunked.sha256, chunked.size, options)?
-        }
+        Delta::Unsupported => upload_whole(client, agent, image, chunked, options)?,
     };
-    if let Some(cache) = &options.cache {
-        fill_cache(cache, file, chunked);
+    if let Some(cache) = &options.cache
+        && let Ok(opened) = image.open()
+    {
+        cache.fill_with(&chunked.chunks, |index| opened.chunk(chunked, index).ok());
     }
     Ok(receipt)
-}
-
-/// Puts the chunks of `file` the cache lacks into it, then trims it. Best effort: the cache
-/// only saves later fetches.
-fn fill_cache(cache: &ChunkCache, file: &Path, chunked: &ChunkedFile) {
-    let Ok(source) = File::open(file) else { return };
-    for (index, sha) in chunked.chunks.iter().enumerate() {
-        if cache.contains(sha) {
-            continue;
-        }
-        if let Ok(bytes) = read_chunk(&source, chunked, index) {
-            cache.put(sha, &bytes);
-        }
-    }
-    // A cache over its bound is trimmed again by the next push or pull.
-    let _ = cache.trim();
 }
 
 /// The file being uploaded and what is announced with it.
 struct Upload<'a> {
     client: &'a Client,
     agent: &'a AgentRef,
-    file: &'a Path,
+    image: Image<'a>,
     sha256: &'a str,
     size: u64,
     options: &'a PushOptions,
@@ -166,45 +166,71 @@ pub fn upload_whole_file(
     size: u64,
     options: &PushOptions,
 ) -> Result<PushReceipt> {
-    let upload = Upload {
+    Upload {
         client,
         agent,
-        file,
+        image: Image::File(file),
         sha256,
         size,
         options,
         what: format!("PUT {}", agent.path("/db-snapshot")),
-    };
-    let mut maybe_stored = false;
-    let mut receipt = client.retrying(&upload.what, options.deadline, || {
-        let response = upload.send().inspect_err(|_| maybe_stored = true)?;
-        if response.status().as_u16() == 412
-            && maybe_stored
-            && let Some(receipt) = current_if_ours(client, agent, sha256, size, options.deadline)
-        {
-            return Ok(receipt);
-        }
-        let response = http::check_status(&upload.what, response).inspect_err(|attempt| {
-            maybe_stored |= matches!(attempt, Attempt::Retry { .. });
-        })?;
-        upload.receipt(response)
-    })?;
-    receipt.transfer = Some(PushTransfer {
-        mode: TransferMode::WholeFile,
-        chunks_total: 0,
-        chunks_sent: 0,
-        bytes_sent: size,
-        body_bytes_sent: size,
-    });
-    Ok(receipt)
+    }
+    .run()
+}
+
+/// [`upload_whole_file`] of an image.
+fn upload_whole(
+    client: &Client,
+    agent: &AgentRef,
+    image: Image<'_>,
+    chunked: &ChunkedFile,
+    options: &PushOptions,
+) -> Result<PushReceipt> {
+    Upload {
+        client,
+        agent,
+        image,
+        sha256: &chunked.sha256,
+        size: chunked.size,
+        options,
+        what: format!("PUT {}", agent.path("/db-snapshot")),
+    }
+    .run()
 }
 
 impl Upload<'_> {
-    /// One `PUT`, the body streamed from the file.
+    /// The `PUT`, retried (see [`upload_whole_file`]).
+    fn run(&self) -> Result<PushReceipt> {
+        let (client, agent, options) = (self.client, self.agent, self.options);
+        let mut maybe_stored = false;
+        let mut receipt = client.retrying(&self.what, options.deadline, || {
+            let response = self.send().inspect_err(|_| maybe_stored = true)?;
+            if response.status().as_u16() == 412
+                && maybe_stored
+                && let Some(receipt) =
+                    current_if_ours(client, agent, self.sha256, self.size, options.deadline)
+            {
+                return Ok(receipt);
+            }
+            let response = http::check_status(&self.what, response).inspect_err(|attempt| {
+                maybe_stored |= matches!(attempt, Attempt::Retry { .. });
+            })?;
+            self.receipt(response)
+        })?;
+        receipt.transfer = Some(PushTransfer {
+            mode: TransferMode::WholeFile,
+            chunks_total: 0,
+            chunks_sent: 0,
+            bytes_sent: self.size,
+            body_bytes_sent: self.size,
+        });
+        Ok(receipt)
+    }
+
+    /// One `PUT`, the body streamed from the image.
     fn send(&self) -> Result<Response<ureq::Body>, Attempt> {
         let url = self.client.config().url(&self.agent.path("/db-snapshot"));
-        let body = File::open(self.file)
-            .map_err(|e| Attempt::fail(Error::io(format!("reading {}", self.file.display()), e)))?;
+        let body = self.image.open().map_err(Attempt::fail)?.into_reader();
         let mut request = self
             .client
             .prepare(self.client.agent().put(url), self.options.deadline)?
@@ -222,8 +248,8 @@ impl Upload<'_> {
             self.size,
             &format!("push {}", self.agent),
         );
-        let reader = progress::Counted::new(body, bar.clone());
-        let sent = request.send(SendBody::from_owned_reader(reader));
+        let mut reader = progress::Counted::new(body, bar.clone());
+        let sent = request.send(SendBody::from_reader(&mut reader));
         bar.finish_and_clear();
         sent.map_err(|e| http::transport(&self.what, e))
     }

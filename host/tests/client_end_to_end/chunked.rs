@@ -1,6 +1,7 @@
 //! g. chunked snapshots against the real host: a push after a small change sends only the
 //! chunks that changed, a pull after a push fetches nothing, a rotten cache entry is noticed and
-//! fetched again, and a pull without a cache fetches every distinct chunk once; a fenced
+//! fetched again, and a cold pull (most bytes, many chunks) takes the whole file in one GET and
+//! fills the cache from it; a fenced
 //! container's delta push stores nothing and fails with the fenced error.
 
 use std::path::Path;
@@ -130,13 +131,45 @@ fn a_push_after_a_small_change_sends_only_the_changed_chunks_and_a_pull_after_it
         "the entry is whole again"
     );
 
-    // Without a cache every distinct chunk comes once.
+    // Without a cache, most of the bytes in many chunks: one whole-file GET instead.
+    assert!(
+        after.unique_chunks().len() >= 64,
+        "enough chunks to go whole"
+    );
     let cold = work.path().join("cold/kilo.db");
     let back = pulled(&server, &mayor, &cold, &PullOptions::default());
     let fetched = back.transfer.expect("transfer");
-    assert_eq!(fetched.mode, TransferMode::Chunks);
-    assert_eq!(fetched.chunks_fetched, after.unique_chunks().len() as u64);
+    assert_eq!(fetched.mode, TransferMode::WholeFile);
+    assert_eq!(fetched.bytes_fetched, after.size);
     assert_eq!(sha256_file(&cold), after.sha256);
+
+    // A cold cache goes whole too, and is filled from the file: the next pull fetches nothing.
+    let fresh = ChunkCache::new(work.path().join("fresh-cache"), 1 << 30);
+    let fresh_options = PullOptions {
+        cache: Some(fresh.clone()),
+        ..PullOptions::default()
+    };
+    let first = pulled(
+        &server,
+        &mayor,
+        &work.path().join("c1/kilo.db"),
+        &fresh_options,
+    );
+    assert_eq!(
+        first.transfer.expect("transfer").mode,
+        TransferMode::WholeFile
+    );
+    let second = pulled(
+        &server,
+        &mayor,
+        &work.path().join("c2/kilo.db"),
+        &fresh_options,
+    );
+    let fetched = second.transfer.expect("transfer");
+    assert_eq!(fetched.mode, TransferMode::Chunks);
+    assert_eq!((fetched.chunks_fetched, fetched.cache_rejected), (0, 0));
+    assert_eq!(fetched.chunks_cached, after.unique_chunks().len() as u64);
+    assert_eq!(sha256_file(&work.path().join("c2/kilo.db")), after.sha256);
 }
 
 /// A container token's client pushes in chunks while its container holds the town; once another

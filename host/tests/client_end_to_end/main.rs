@@ -19,6 +19,7 @@ mod cli;
 mod drain;
 mod fallback;
 mod helpers;
+mod known_chunks;
 mod push_pull;
 mod sidecar;
 #[path = "../support/mod.rs"]

@@ -17,6 +17,10 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::error::{Error, Result};
 
+mod memory;
+
+pub use memory::{MEMORY_COPY_MAX_BYTES, MemoryCopy, backup_to_memory};
+
 /// The longest a single SQLite call waits for a lock before the loop looks at the time.
 const MAX_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -64,15 +68,35 @@ pub fn backup_database(
     source: &Path,
     dest: &Path,
     options: &BackupOptions,
-    mut on_progress: impl FnMut(u64, u64),
+    on_progress: impl FnMut(u64, u64),
 ) -> Result<BackupStats> {
+    // Checked first, so that a missing source creates no copy either.
+    require_source(source)?;
+    let dest_context = || format!("writing the copy {}", dest.display());
+    let mut dst = Connection::open(dest).map_err(|e| Error::sqlite(dest_context(), e))?;
+    let stats = backup_into(source, &mut dst, u64::MAX, options, on_progress)?;
+    dst.close()
+        .map_err(|(_, e)| Error::sqlite(dest_context(), e))?;
+    stats.ok_or_else(|| {
+        Error::io(
+            dest_context(),
+            std::io::Error::other("no size limit, yet the copy was refused"),
+        )
+    })
+}
+
+/// Copies the database at `source` into `dst`, an open destination nothing else uses, as
+/// [`backup_database`] describes; `None` (nothing copied) when the database, as of the pinned
+/// snapshot, is larger than `max_bytes`.
+fn backup_into(
+    source: &Path,
+    dst: &mut Connection,
+    max_bytes: u64,
+    options: &BackupOptions,
+    mut on_progress: impl FnMut(u64, u64),
+) -> Result<Option<BackupStats>> {
     let src_context = || format!("reading {}", source.display());
-    if !source.is_file() {
-        return Err(Error::io(
-            src_context(),
-            std::io::Error::new(std::io::ErrorKind::NotFound, "no database file there"),
-        ));
-    }
+    require_source(source)?;
     let src = Connection::open_with_flags(
         source,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -80,24 +104,44 @@ pub fn backup_database(
     .map_err(|e| Error::sqlite(src_context(), e))?;
     let started = Instant::now();
     pin_snapshot(&src, options, started).map_err(|e| Error::sqlite(src_context(), e))?;
-
-    let dest_context = || format!("writing the copy {}", dest.display());
-    let mut dst = Connection::open(dest).map_err(|e| Error::sqlite(dest_context(), e))?;
-    // The copy is a temporary file, read back at once and never the durable state: no journal
-    // and no fsync for it.
-    dst.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
-        .map_err(|e| Error::sqlite(dest_context(), e))?;
-    let stats = copy_pages(&src, &mut dst, options, &mut on_progress)
-        .map_err(|e| Error::sqlite(format!("backing up {}", source.display()), e))?;
+    let size = database_bytes(&src).map_err(|e| Error::sqlite(src_context(), e))?;
+    let stats = if size > max_bytes {
+        None
+    } else {
+        let dest_context = "writing the copy";
+        // The copy is temporary, read back at once and never the durable state: no journal
+        // and no fsync for it.
+        dst.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
+            .map_err(|e| Error::sqlite(dest_context, e))?;
+        let stats = copy_pages(&src, dst, options, &mut on_progress)
+            .map_err(|e| Error::sqlite(format!("backing up {}", source.display()), e))?;
+        Some(stats)
+    };
 
     // Ends the read transaction; nothing was written through this connection.
     src.execute_batch("ROLLBACK")
         .map_err(|e| Error::sqlite(src_context(), e))?;
     src.close()
         .map_err(|(_, e)| Error::sqlite(src_context(), e))?;
-    dst.close()
-        .map_err(|(_, e)| Error::sqlite(dest_context(), e))?;
     Ok(stats)
+}
+
+/// An error unless `source` is a file (a database is never created by a copy of it).
+fn require_source(source: &Path) -> Result<()> {
+    if source.is_file() {
+        return Ok(());
+    }
+    Err(Error::io(
+        format!("reading {}", source.display()),
+        std::io::Error::new(std::io::ErrorKind::NotFound, "no database file there"),
+    ))
+}
+
+/// The database's own bytes (pages × page size) as of the open read transaction.
+fn database_bytes(src: &Connection) -> rusqlite::Result<u64> {
+    let pages: i64 = src.query_row("PRAGMA page_count", [], |row| row.get(0))?;
+    let page: i64 = src.query_row("PRAGMA page_size", [], |row| row.get(0))?;
+    Ok(u64::try_from(pages.saturating_mul(page)).unwrap_or(u64::MAX))
 }
 
 /// Opens a read transaction on `src` and reads from it, which fixes the snapshot every later
