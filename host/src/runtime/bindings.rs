@@ -40,28 +40,3 @@ pub mod session {
         },
     });
 }
-
-pub use imports::stasis::objects::types::Error as WitError;
-use stasis_domain::{DomainError, Refusal};
-
-/// The WIT error variant as the domain's error.
-pub fn from_wit_error(err: WitError) -> DomainError {
-    use WitError as E;
-    use imports::stasis::objects::types::Refusal as WitRefusal;
-    let refusal = |r: WitRefusal| Refusal::new(r.code, r.message);
-    match err {
-        E::InvalidInput(r) => DomainError::InvalidInput(refusal(r)),
-        E::NotFound(r) => DomainError::NotFound(refusal(r)),
-        E::Conflict(r) => DomainError::Conflict(refusal(r)),
-        E::PreconditionFailed(r) => DomainError::PreconditionFailed(refusal(r)),
-        E::TooLarge(l) => DomainError::TooLarge {
-            code: l.code,
-            message: l.message,
-            limit: l.limit,
-        },
-        E::CursorExpired(first_seq) => DomainError::CursorExpired { first_seq },
-        E::Unavailable(r) => DomainError::Unavailable(refusal(r)),
-        E::ChunksMissing(missing) => DomainError::ChunksMissing { missing },
-        E::Storage(m) => DomainError::Storage(m),
-    }
-}

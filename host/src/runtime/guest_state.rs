@@ -4,11 +4,12 @@
 
 use super::{
     bindings::imports::stasis::objects::{kv_store, sql, types},
-    kv_folder::{BucketHandle, KvError, KvFolder},
+    conversions::{kv_error, sql_error, sql_value, wit_value},
+    kv_folder::{BucketHandle, KvFolder},
 };
 use rusqlite::Connection;
 use stasis_domain::sql::SqlValue;
-use stasis_sqlite::{SqliteStore, ValueRef};
+use stasis_sqlite::SqliteStore;
 use std::sync::Arc;
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -76,9 +77,9 @@ impl sql::Host for GuestState {
         statement: String,
         params: Vec<sql::Value>,
     ) -> Result<Vec<sql::Row>, sql::SqlError> {
-        let params: Vec<SqlValue> = params.into_iter().map(from_wit).collect();
+        let params: Vec<SqlValue> = params.into_iter().map(sql_value).collect();
         self.db
-            .execute_as(&statement, &params, to_wit)
+            .execute_as(&statement, &params, wit_value)
             .map_err(sql_error)
     }
 }
@@ -171,42 +172,5 @@ impl kv_store::HostBucket for GuestState {
     fn drop(&mut self, bucket: Resource<BucketHandle>) -> wasmtime::Result<()> {
         self.table.delete(bucket)?;
         Ok(())
-    }
-}
-
-fn kv_error(err: KvError) -> kv_store::Error {
-    match err {
-        KvError::InvalidName(message) => kv_store::Error::Other(message),
-        KvError::Io { .. } => kv_store::Error::Other(err.to_string()),
-    }
-}
-
-fn from_wit(value: sql::Value) -> SqlValue {
-    match value {
-        sql::Value::Null => SqlValue::Null,
-        sql::Value::Integer(v) => SqlValue::Integer(v),
-        sql::Value::Real(v) => SqlValue::Real(v),
-        sql::Value::Text(v) => SqlValue::Text(v),
-        sql::Value::Blob(v) => SqlValue::Blob(v),
-    }
-}
-
-fn to_wit(value: ValueRef<'_>) -> sql::Value {
-    match value {
-        ValueRef::Null => sql::Value::Null,
-        ValueRef::Integer(v) => sql::Value::Integer(v),
-        ValueRef::Real(v) => sql::Value::Real(v),
-        ValueRef::Text(v) => sql::Value::Text(stasis_sqlite::text_from(v)),
-        ValueRef::Blob(v) => sql::Value::Blob(v.to_vec()),
-    }
-}
-
-fn sql_error(err: stasis_domain::sql::StorageError) -> sql::SqlError {
-    use stasis_domain::sql::StorageError as E;
-    match err {
-        E::ConstraintViolation(m) => sql::SqlError::ConstraintViolation(m),
-        E::TooBig(m) => sql::SqlError::TooBig(m),
-        E::InvalidStatement(m) => sql::SqlError::InvalidStatement(m),
-        E::Io(m) | E::Shape(m) => sql::SqlError::Io(m),
     }
 }

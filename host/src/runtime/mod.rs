@@ -1,8 +1,8 @@
 //! The components, the objects they run on, and the port over them.
 
 pub mod bindings;
-pub mod calls;
 pub mod components;
+pub mod conversions;
 pub mod event_log_calls;
 pub mod guest_state;
 pub mod kv_batch;

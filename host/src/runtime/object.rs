@@ -15,7 +15,6 @@
 
 use super::{
     bindings::{event_log::EventLogComponent, session::SessionComponent},
-    calls::{ObjectAnswer, ObjectCall},
     components::Components,
     event_log_calls,
     guest_state::GuestState,
@@ -26,10 +25,10 @@ use crate::metrics::Metrics;
 use rusqlite::Connection;
 use stasis_domain::{
     DomainError,
-    agent::{AgentReply, ObjectEnv},
+    agent::{AgentCall, AgentReply, ObjectEnv},
     event_log as log,
     fence::{self, Fence},
-    town,
+    town::{self, TownCall, TownReply},
 };
 use stasis_sqlite::{Durability, SqliteStore};
 use std::{
@@ -40,12 +39,50 @@ use std::{
 use tokio::sync::{oneshot, watch};
 use wasmtime::Store;
 
-/// A queued call and where its answer goes.
+/// A queued call, with the clock and fence it runs under.
 struct Job {
-    call: ObjectCall,
+    call: Call,
     env: ObjectEnv,
     fence: Option<Arc<Fence>>,
-    reply: oneshot::Sender<Result<ObjectAnswer, DomainError>>,
+}
+
+/// A call and where its answer goes, typed by the kind of object: an agent
+/// call is answered an agent reply, a town call a town reply.
+enum Call {
+    /// Event-log calls go to the event-log component, the rest to the
+    /// session component.
+    Agent(Pending<AgentCall, AgentReply>),
+    /// Run by the session component's `town` export.
+    Town(Pending<TownCall, TownReply>),
+}
+
+struct Pending<C, Rep> {
+    call: C,
+    reply: oneshot::Sender<Result<Rep, DomainError>>,
+}
+
+/// A call that ran, waiting for its group's commit.
+enum Ran {
+    Agent(Answer<AgentReply>),
+    Town(Answer<TownReply>),
+}
+
+struct Answer<Rep> {
+    result: Result<Rep, DomainError>,
+    reply: oneshot::Sender<Result<Rep, DomainError>>,
+}
+
+impl<Rep> Answer<Rep> {
+    /// The result as the caller gets it: a failed commit fails every call.
+    fn settle(&mut self, committed: &Result<(), DomainError>) {
+        if let (Err(err), Ok(_)) = (committed, &self.result) {
+            self.result = Err(err.clone());
+        }
+    }
+
+    fn send(self) {
+        let _ = self.reply.send(self.result);
+    }
 }
 
 /// The component instances of one call group, made on first use.
@@ -108,24 +145,41 @@ impl Object {
         self.last_seq.subscribe()
     }
 
-    /// Queues `call` (fenced by `fence` when it changes the object) and
-    /// waits for its committed answer.
-    pub async fn call(
+    /// Queues an agent call (fenced by `fence` when it changes the agent)
+    /// and waits for its committed answer.
+    pub async fn agent(
         self: &Arc<Self>,
         components: &Arc<Components>,
-        call: ObjectCall,
+        call: AgentCall,
         env: ObjectEnv,
         fence: Option<Arc<Fence>>,
-    ) -> Result<ObjectAnswer, DomainError> {
+    ) -> Result<AgentReply, DomainError> {
         let (reply, answer) = oneshot::channel();
+        let call = Call::Agent(Pending { call, reply });
+        self.enqueue(components, Job { call, env, fence });
+        answered(answer.await)
+    }
+
+    /// Queues a town call (fenced by `fence` when it changes the town) and
+    /// waits for its committed answer.
+    pub async fn town(
+        self: &Arc<Self>,
+        components: &Arc<Components>,
+        call: TownCall,
+        env: ObjectEnv,
+        fence: Option<Arc<Fence>>,
+    ) -> Result<TownReply, DomainError> {
+        let (reply, answer) = oneshot::channel();
+        let call = Call::Town(Pending { call, reply });
+        self.enqueue(components, Job { call, env, fence });
+        answered(answer.await)
+    }
+
+    /// Queues `job`, starting a worker unless one is draining the queue.
+    fn enqueue(self: &Arc<Self>, components: &Arc<Components>, job: Job) {
         let start_worker = {
             let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-            queue.jobs.push(Job {
-                call,
-                env,
-                fence,
-                reply,
-            });
+            queue.jobs.push(job);
             self.metrics
                 .queue_depth
                 .get_or_create(&crate::metrics::kind(object_metrics::kind_label(self.kind)))
@@ -137,9 +191,6 @@ impl Object {
             let components = Arc::clone(components);
             tokio::task::spawn_blocking(move || object.drain_through_panics(&components));
         }
-        answer.await.map_err(|_| {
-            DomainError::Storage("the object's worker stopped before answering".into())
-        })?
     }
 
     /// [`Object::drain`], started again after a panic: the group that
@@ -175,7 +226,7 @@ impl Object {
                 Ok(open) => self.run_group(components, open, jobs),
                 Err(err) => {
                     for job in jobs {
-                        let _ = job.reply.send(Err(err.clone()));
+                        job.refused(&err).send();
                     }
                     self.open_db()
                 }
@@ -230,28 +281,28 @@ impl Object {
         &self,
         components: &Components,
         db: SqliteStore,
-        mut jobs: Vec<Job>,
+        jobs: Vec<Job>,
     ) -> Result<SqliteStore, DomainError> {
         let started = std::time::Instant::now();
         let mut store = Store::new(
             &components.engine,
             GuestState::new(db, Arc::clone(&self.kv)),
         );
-        let mut results = Vec::with_capacity(jobs.len());
+        let calls = jobs.len();
         let began = begin(store.data().connection());
         let mut instances = Instances::default();
-        for job in jobs.iter_mut() {
-            let result = match &began {
+        let mut ran = Vec::with_capacity(calls);
+        for job in jobs {
+            ran.push(match &began {
                 Ok(()) => self.run_one(components, &mut store, &mut instances, job),
-                Err(err) => Err(err.clone()),
-            };
-            results.push(result);
+                Err(err) => job.refused(err),
+            });
         }
         let commit_started = std::time::Instant::now();
         let committed = began.and_then(|()| finish(store.data().connection(), Ok(())));
         if committed.is_ok() {
             let commit = commit_started.elapsed();
-            object_metrics::group_committed(&self.metrics, self.kind, jobs.len(), commit);
+            object_metrics::group_committed(&self.metrics, self.kind, calls, commit);
         }
         // KV deletes wait for the commit: until then the metadata that the
         // database would return to after a crash may still name those keys.
@@ -261,21 +312,27 @@ impl Object {
         }
         tracing::debug!(
             object = %self.path.display(),
-            calls = jobs.len(),
+            calls,
             elapsed_us = started.elapsed().as_micros(),
             "call group committed"
         );
         let mut newest = None;
-        for (job, result) in jobs.into_iter().zip(results) {
-            let result = match (&committed, result) {
-                (Err(err), Ok(_)) => Err(err.clone()),
-                (_, result) => result,
-            };
-            if let Ok(ObjectAnswer::Agent(AgentReply::Appended(outcome))) = &result {
-                newest = newest.max(Some(outcome.last_seq));
+        for ran in ran {
+            match ran {
+                Ran::Agent(mut answer) => {
+                    answer.settle(&committed);
+                    if let Ok(AgentReply::Appended(outcome)) = &answer.result {
+                        newest = newest.max(Some(outcome.last_seq));
+                    }
+                    object_metrics::agent_answered(&self.metrics, &answer.result);
+                    answer.send();
+                }
+                Ran::Town(mut answer) => {
+                    answer.settle(&committed);
+                    object_metrics::town_answered(&self.metrics, &self.path, &answer.result);
+                    answer.send();
+                }
             }
-            object_metrics::answered(&self.metrics, &self.path, &result);
-            let _ = job.reply.send(result);
         }
         if let Some(seq) = newest {
             self.last_seq.send_if_modified(|current| {
@@ -287,80 +344,144 @@ impl Object {
         Ok(store.into_data().db)
     }
 
-    /// Runs one call inside its own savepoint.
+    /// Runs one call inside its own savepoint, its fence checked first
+    /// against the object's database (so the check and the write commit or
+    /// roll back together; the components never see a fence).
     fn run_one(
         &self,
         components: &Components,
         store: &mut Store<GuestState>,
         instances: &mut Instances,
-        job: &mut Job,
-    ) -> Result<ObjectAnswer, DomainError> {
-        let savepoint = Savepoint::open(store.data().connection())?;
-        let deletes_mark = store.data().deferred_mark();
-        let result = match check_fence(&store.data().db, job) {
-            Err(refused) => Err(refused),
-            Ok(()) => self.run_component(components, store, instances, job),
-        };
-        if result.is_err() {
-            // A trap leaves an instance unusable; take fresh ones next.
-            if matches!(result, Err(DomainError::Storage(_))) {
-                *instances = Instances::default();
+        job: Job,
+    ) -> Ran {
+        let Job { call, env, fence } = job;
+        match call {
+            Call::Agent(Pending { call, reply }) => {
+                let result = in_savepoint(store, instances, |store, instances| {
+                    if let Some(fence) = &fence
+                        && fence::guards_agent_call(&call)
+                    {
+                        fence::admit(&store.data().db, fence)?;
+                    }
+                    run_agent(components, store, instances, &call, &env)
+                });
+                Ran::Agent(Answer { result, reply })
             }
-            store.data_mut().forget_deletes_since(deletes_mark);
-            savepoint.rollback(store.data().connection())?;
-        } else {
-            savepoint.release(store.data().connection())?;
-        }
-        result
-    }
-
-    /// Runs one call in the component that answers it.
-    fn run_component(
-        &self,
-        components: &Components,
-        store: &mut Store<GuestState>,
-        instances: &mut Instances,
-        job: &mut Job,
-    ) -> Result<ObjectAnswer, DomainError> {
-        match &mut job.call {
-            ObjectCall::Agent(call) if event_log_calls::answers(call) => {
-                let guest = instance(&mut instances.event_log, "event-log", || {
-                    components.event_log.instantiate(&mut *store)
-                })?;
-                event_log_calls::call(guest, store, call, &job.env).map(ObjectAnswer::Agent)
-            }
-            ObjectCall::Agent(call) => {
-                let guest = instance(&mut instances.session, "session", || {
-                    components.session.instantiate(&mut *store)
-                })?;
-                session_calls::agent(guest, store, call, &job.env).map(ObjectAnswer::Agent)
-            }
-            ObjectCall::Town(call) => {
-                let guest = instance(&mut instances.session, "session", || {
-                    components.session.instantiate(&mut *store)
-                })?;
-                session_calls::town(guest, store, call, &job.env).map(ObjectAnswer::Town)
+            Call::Town(Pending { call, reply }) => {
+                let result = in_savepoint(store, instances, |store, instances| {
+                    if let Some(fence) = &fence
+                        && fence::guards_town_call(&call)
+                    {
+                        town::containers::require_current(&store.data().db, fence)?;
+                    }
+                    let guest = session(components, store, instances)?;
+                    session_calls::town(guest, store, &call, &env)
+                });
+                Ran::Town(Answer { result, reply })
             }
         }
     }
 }
 
-/// Checks a fenced call against the object's database: an agent call that
-/// changes the agent must not be older than the newest container that
-/// wrote to it; a town call that changes the town needs its container to
-/// hold the town. Snapshot steps are agent calls, so the sagas' writes are
-/// checked here too.
-fn check_fence(db: &stasis_sqlite::SqliteStore, job: &Job) -> Result<(), DomainError> {
-    let Some(fence) = &job.fence else {
-        return Ok(());
-    };
-    match &job.call {
-        ObjectCall::Agent(call) if fence::guards_agent_call(call) => fence::admit(db, fence),
-        ObjectCall::Town(call) if fence::guards_town_call(call) => {
-            town::containers::require_current(db, fence)
+impl Job {
+    /// The job, not run: its group could not begin.
+    fn refused(self, err: &DomainError) -> Ran {
+        match self.call {
+            Call::Agent(Pending { reply, .. }) => Ran::Agent(Answer {
+                result: Err(err.clone()),
+                reply,
+            }),
+            Call::Town(Pending { reply, .. }) => Ran::Town(Answer {
+                result: Err(err.clone()),
+                reply,
+            }),
         }
-        _ => Ok(()),
     }
+}
+
+impl Ran {
+    fn send(self) {
+        match self {
+            Ran::Agent(answer) => answer.send(),
+            Ran::Town(answer) => answer.send(),
+        }
+    }
+}
+
+/// The answer of a queued call, or why the worker never gave one.
+fn answered<Rep>(
+    answer: Result<Result<Rep, DomainError>, oneshot::error::RecvError>,
+) -> Result<Rep, DomainError> {
+    answer
+        .map_err(|_| DomainError::Storage("the object's worker stopped before answering".into()))?
+}
+
+/// Runs `run` inside its own savepoint: rolled back (with the KV deletes it
+/// asked for) when it fails, released otherwise.
+fn in_savepoint<Rep>(
+    store: &mut Store<GuestState>,
+    instances: &mut Instances,
+    run: impl FnOnce(&mut Store<GuestState>, &mut Instances) -> Result<Rep, DomainError>,
+) -> Result<Rep, DomainError> {
+    let savepoint = Savepoint::open(store.data().connection())?;
+    let deletes_mark = store.data().deferred_mark();
+    let result = run(store, instances);
+    if result.is_err() {
+        // A trap leaves an instance unusable; take fresh ones next.
+        if matches!(result, Err(DomainError::Storage(_))) {
+            *instances = Instances::default();
+        }
+        store.data_mut().forget_deletes_since(deletes_mark);
+        savepoint.rollback(store.data().connection())?;
+    } else {
+        savepoint.release(store.data().connection())?;
+    }
+    result
+}
+
+/// Runs an agent call in the component that answers it: appends and reads
+/// in the typed event-log component, the rest in the session component.
+fn run_agent(
+    components: &Components,
+    store: &mut Store<GuestState>,
+    instances: &mut Instances,
+    call: &AgentCall,
+    env: &ObjectEnv,
+) -> Result<AgentReply, DomainError> {
+    match call {
+        AgentCall::AppendEvents(batch) => {
+            let guest = event_log(components, store, instances)?;
+            event_log_calls::append(guest, store, batch, env).map(AgentReply::Appended)
+        }
+        AgentCall::ReadEvents(query) => {
+            let guest = event_log(components, store, instances)?;
+            event_log_calls::read(guest, store, query).map(AgentReply::Events)
+        }
+        other => {
+            let guest = session(components, store, instances)?;
+            session_calls::agent(guest, store, other, env)
+        }
+    }
+}
+
+fn event_log<'a>(
+    components: &Components,
+    store: &mut Store<GuestState>,
+    instances: &'a mut Instances,
+) -> Result<&'a EventLogComponent, DomainError> {
+    instance(&mut instances.event_log, "event-log", || {
+        components.event_log.instantiate(&mut *store)
+    })
+}
+
+fn session<'a>(
+    components: &Components,
+    store: &mut Store<GuestState>,
+    instances: &'a mut Instances,
+) -> Result<&'a SessionComponent, DomainError> {
+    instance(&mut instances.session, "session", || {
+        components.session.instantiate(&mut *store)
+    })
 }
 
 /// The group's instance of a component, instantiated on first use.

@@ -1,14 +1,15 @@
-//! Agent-state and town calls through the session component, as the
-//! domain's call data in JSON.
+//! Agent-state, snapshot and town calls through the session component, in
+//! the domain's one wire encoding (`stasis_domain::wire`). The host checks
+//! fences itself, before the component runs, so no fence travels here.
 
 use super::{
-    bindings::from_wit_error, bindings::session::SessionComponent, guest_state::GuestState,
+    bindings::session::SessionComponent, conversions::domain_error, guest_state::GuestState,
 };
-use serde::{Serialize, de::DeserializeOwned};
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply, ObjectEnv},
     town::{TownCall, TownReply},
+    wire,
 };
 use wasmtime::Store;
 
@@ -19,13 +20,13 @@ pub fn agent(
     call: &AgentCall,
     env: &ObjectEnv,
 ) -> Result<AgentReply, DomainError> {
-    let request = encode(call)?;
+    let request = wire::encode_request(call, None)?;
     let reply = guest
         .stasis_objects_session()
         .call_call(&mut *store, &request, env.now_ms, env.max_events)
         .map_err(trap)?
-        .map_err(from_wit_error)?;
-    decode(&reply)
+        .map_err(domain_error)?;
+    wire::decode(&reply)
 }
 
 /// Runs a town call on the `town` export.
@@ -35,27 +36,15 @@ pub fn town(
     call: &TownCall,
     env: &ObjectEnv,
 ) -> Result<TownReply, DomainError> {
-    let request = encode(call)?;
+    let request = wire::encode_request(call, None)?;
     let reply = guest
         .stasis_objects_town()
         .call_call(&mut *store, &request, env.now_ms)
         .map_err(trap)?
-        .map_err(from_wit_error)?;
-    decode(&reply)
+        .map_err(domain_error)?;
+    wire::decode(&reply)
 }
 
 fn trap(err: wasmtime::Error) -> DomainError {
     DomainError::Storage(format!("the session component trapped: {err:#}"))
-}
-
-fn encode(call: &impl Serialize) -> Result<String, DomainError> {
-    serde_json::to_string(call).map_err(|err| DomainError::Storage(err.to_string()))
-}
-
-fn decode<T: DeserializeOwned>(reply: &str) -> Result<T, DomainError> {
-    serde_json::from_str(reply).map_err(|err| {
-        DomainError::Storage(format!(
-            "the session component answered malformed JSON: {err}"
-        ))
-    })
 }
