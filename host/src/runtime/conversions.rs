@@ -4,10 +4,7 @@
 //! the `error` variant every export answers with.
 
 use super::{
-    bindings::{
-        event_log::exports::stasis::objects::event_log as log_wit,
-        imports::stasis::objects::{kv_store, sql, types},
-    },
+    bindings::imports::stasis::objects::{kv_store, sql, types},
     kv_folder::KvError,
 };
 use stasis_domain::{
@@ -19,11 +16,11 @@ use stasis_domain::{
 use stasis_sqlite::ValueRef;
 
 /// An append's events, as the event-log export takes them.
-pub fn new_events(batch: &AppendBatch) -> Vec<log_wit::NewEvent> {
+pub fn new_events(batch: &AppendBatch) -> Vec<types::NewEvent> {
     batch
         .events
         .iter()
-        .map(|e| log_wit::NewEvent {
+        .map(|e| types::NewEvent {
             event_type: e.event_type.clone(),
             session_id: e.session_id.clone(),
             data: e.data.clone(),
@@ -32,23 +29,23 @@ pub fn new_events(batch: &AppendBatch) -> Vec<log_wit::NewEvent> {
 }
 
 /// An append's producer stamp, as the event-log export takes it.
-pub fn producer_stamp(batch: &AppendBatch) -> Option<log_wit::ProducerStamp> {
-    batch.producer.as_ref().map(|p| log_wit::ProducerStamp {
+pub fn producer_stamp(batch: &AppendBatch) -> Option<types::ProducerStamp> {
+    batch.producer.as_ref().map(|p| types::ProducerStamp {
         producer_id: p.producer_id.clone(),
         producer_seq: p.producer_seq,
     })
 }
 
 /// The settings of an append.
-pub fn append_settings(env: &ObjectEnv) -> log_wit::AppendSettings {
-    log_wit::AppendSettings {
+pub fn append_settings(env: &ObjectEnv) -> types::AppendSettings {
+    types::AppendSettings {
         now: env.now_ms,
         max_events: env.max_events,
     }
 }
 
 /// The event-log export's append outcome.
-pub fn append_outcome(outcome: log_wit::AppendOutcome) -> AppendOutcome {
+pub fn append_outcome(outcome: types::AppendOutcome) -> AppendOutcome {
     AppendOutcome {
         first_seq: outcome.first_seq,
         last_seq: outcome.last_seq,
@@ -57,8 +54,8 @@ pub fn append_outcome(outcome: log_wit::AppendOutcome) -> AppendOutcome {
 }
 
 /// A read query, as the event-log export takes it.
-pub fn read_query(query: &ReadQuery) -> log_wit::ReadQuery {
-    log_wit::ReadQuery {
+pub fn read_query(query: &ReadQuery) -> types::ReadQuery {
+    types::ReadQuery {
         after: query.after,
         limit: query.limit,
         session_id: query.session_id.clone(),
@@ -67,7 +64,7 @@ pub fn read_query(query: &ReadQuery) -> log_wit::ReadQuery {
 }
 
 /// The event-log export's page of events.
-pub fn read_page(page: log_wit::ReadPage) -> ReadPage {
+pub fn read_page(page: types::ReadPage) -> ReadPage {
     ReadPage {
         events: page
             .events
