@@ -1,6 +1,7 @@
 //! The components, the objects they run on, and the port over them.
 
 pub mod bindings;
+mod calls;
 pub mod components;
 pub mod conversions;
 pub mod event_log_calls;

@@ -14,12 +14,11 @@
 //! back together (`stasis_domain::fence`).
 
 use super::{
-    bindings::{event_log::EventLogComponent, session::SessionComponent},
+    calls::{self, Call, Instances, Job, Pending, Ran, answered},
     components::Components,
-    event_log_calls,
     guest_state::GuestState,
     kv_folder::KvFolder,
-    object_metrics, session_calls,
+    object_metrics,
 };
 use crate::metrics::Metrics;
 use rusqlite::Connection;
@@ -27,8 +26,8 @@ use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply, ObjectEnv},
     event_log as log,
-    fence::{self, Fence},
-    town::{self, TownCall, TownReply},
+    fence::Fence,
+    town::{TownCall, TownReply},
 };
 use stasis_sqlite::{Durability, SqliteStore};
 use std::{
@@ -38,59 +37,6 @@ use std::{
 };
 use tokio::sync::{oneshot, watch};
 use wasmtime::Store;
-
-/// A queued call, with the clock and fence it runs under.
-struct Job {
-    call: Call,
-    env: ObjectEnv,
-    fence: Option<Arc<Fence>>,
-}
-
-/// A call and where its answer goes, typed by the kind of object: an agent
-/// call is answered an agent reply, a town call a town reply.
-enum Call {
-    /// Event-log calls go to the event-log component, the rest to the
-    /// session component.
-    Agent(Pending<AgentCall, AgentReply>),
-    /// Run by the session component's `town` export.
-    Town(Pending<TownCall, TownReply>),
-}
-
-struct Pending<C, Rep> {
-    call: C,
-    reply: oneshot::Sender<Result<Rep, DomainError>>,
-}
-
-/// A call that ran, waiting for its group's commit.
-enum Ran {
-    Agent(Answer<AgentReply>),
-    Town(Answer<TownReply>),
-}
-
-struct Answer<Rep> {
-    result: Result<Rep, DomainError>,
-    reply: oneshot::Sender<Result<Rep, DomainError>>,
-}
-
-impl<Rep> Answer<Rep> {
-    /// The result as the caller gets it: a failed commit fails every call.
-    fn settle(&mut self, committed: &Result<(), DomainError>) {
-        if let (Err(err), Ok(_)) = (committed, &self.result) {
-            self.result = Err(err.clone());
-        }
-    }
-
-    fn send(self) {
-        let _ = self.reply.send(self.result);
-    }
-}
-
-/// The component instances of one call group, made on first use.
-#[derive(Default)]
-struct Instances {
-    event_log: Option<EventLogComponent>,
-    session: Option<SessionComponent>,
-}
 
 /// Which tables an object's database holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,7 +240,7 @@ impl Object {
         let mut ran = Vec::with_capacity(calls);
         for job in jobs {
             ran.push(match &began {
-                Ok(()) => self.run_one(components, &mut store, &mut instances, job),
+                Ok(()) => calls::run(components, &mut store, &mut instances, job),
                 Err(err) => job.refused(err),
             });
         }
@@ -343,160 +289,6 @@ impl Object {
         }
         Ok(store.into_data().db)
     }
-
-    /// Runs one call inside its own savepoint, its fence checked first
-    /// against the object's database (so the check and the write commit or
-    /// roll back together; the components never see a fence).
-    fn run_one(
-        &self,
-        components: &Components,
-        store: &mut Store<GuestState>,
-        instances: &mut Instances,
-        job: Job,
-    ) -> Ran {
-        let Job { call, env, fence } = job;
-        match call {
-            Call::Agent(Pending { call, reply }) => {
-                let result = in_savepoint(store, instances, |store, instances| {
-                    if let Some(fence) = &fence
-                        && fence::guards_agent_call(&call)
-                    {
-                        fence::admit(&store.data().db, fence)?;
-                    }
-                    run_agent(components, store, instances, &call, &env)
-                });
-                Ran::Agent(Answer { result, reply })
-            }
-            Call::Town(Pending { call, reply }) => {
-                let result = in_savepoint(store, instances, |store, instances| {
-                    if let Some(fence) = &fence
-                        && fence::guards_town_call(&call)
-                    {
-                        town::containers::require_current(&store.data().db, fence)?;
-                    }
-                    let guest = session(components, store, instances)?;
-                    session_calls::town(guest, store, &call, &env)
-                });
-                Ran::Town(Answer { result, reply })
-            }
-        }
-    }
-}
-
-impl Job {
-    /// The job, not run: its group could not begin.
-    fn refused(self, err: &DomainError) -> Ran {
-        match self.call {
-            Call::Agent(Pending { reply, .. }) => Ran::Agent(Answer {
-                result: Err(err.clone()),
-                reply,
-            }),
-            Call::Town(Pending { reply, .. }) => Ran::Town(Answer {
-                result: Err(err.clone()),
-                reply,
-            }),
-        }
-    }
-}
-
-impl Ran {
-    fn send(self) {
-        match self {
-            Ran::Agent(answer) => answer.send(),
-            Ran::Town(answer) => answer.send(),
-        }
-    }
-}
-
-/// The answer of a queued call, or why the worker never gave one.
-fn answered<Rep>(
-    answer: Result<Result<Rep, DomainError>, oneshot::error::RecvError>,
-) -> Result<Rep, DomainError> {
-    answer
-        .map_err(|_| DomainError::Storage("the object's worker stopped before answering".into()))?
-}
-
-/// Runs `run` inside its own savepoint: rolled back (with the KV deletes it
-/// asked for) when it fails, released otherwise.
-fn in_savepoint<Rep>(
-    store: &mut Store<GuestState>,
-    instances: &mut Instances,
-    run: impl FnOnce(&mut Store<GuestState>, &mut Instances) -> Result<Rep, DomainError>,
-) -> Result<Rep, DomainError> {
-    let savepoint = Savepoint::open(store.data().connection())?;
-    let deletes_mark = store.data().deferred_mark();
-    let result = run(store, instances);
-    if result.is_err() {
-        // A trap leaves an instance unusable; take fresh ones next.
-        if matches!(result, Err(DomainError::Storage(_))) {
-            *instances = Instances::default();
-        }
-        store.data_mut().forget_deletes_since(deletes_mark);
-        savepoint.rollback(store.data().connection())?;
-    } else {
-        savepoint.release(store.data().connection())?;
-    }
-    result
-}
-
-/// Runs an agent call in the component that answers it: appends and reads
-/// in the typed event-log component, the rest in the session component.
-fn run_agent(
-    components: &Components,
-    store: &mut Store<GuestState>,
-    instances: &mut Instances,
-    call: &AgentCall,
-    env: &ObjectEnv,
-) -> Result<AgentReply, DomainError> {
-    match call {
-        AgentCall::AppendEvents(batch) => {
-            let guest = event_log(components, store, instances)?;
-            event_log_calls::append(guest, store, batch, env).map(AgentReply::Appended)
-        }
-        AgentCall::ReadEvents(query) => {
-            let guest = event_log(components, store, instances)?;
-            event_log_calls::read(guest, store, query).map(AgentReply::Events)
-        }
-        other => {
-            let guest = session(components, store, instances)?;
-            session_calls::agent(guest, store, other, env)
-        }
-    }
-}
-
-fn event_log<'a>(
-    components: &Components,
-    store: &mut Store<GuestState>,
-    instances: &'a mut Instances,
-) -> Result<&'a EventLogComponent, DomainError> {
-    instance(&mut instances.event_log, "event-log", || {
-        components.event_log.instantiate(&mut *store)
-    })
-}
-
-fn session<'a>(
-    components: &Components,
-    store: &mut Store<GuestState>,
-    instances: &'a mut Instances,
-) -> Result<&'a SessionComponent, DomainError> {
-    instance(&mut instances.session, "session", || {
-        components.session.instantiate(&mut *store)
-    })
-}
-
-/// The group's instance of a component, instantiated on first use.
-fn instance<'a, T>(
-    slot: &'a mut Option<T>,
-    name: &str,
-    make: impl FnOnce() -> wasmtime::Result<T>,
-) -> Result<&'a T, DomainError> {
-    if slot.is_none() {
-        *slot = Some(make().map_err(|err| {
-            DomainError::Storage(format!("instantiating the {name} component: {err:#}"))
-        })?);
-    }
-    slot.as_ref()
-        .ok_or_else(|| DomainError::Storage(format!("the {name} instance vanished")))
 }
 
 /// Starts the group's write transaction.
@@ -513,25 +305,6 @@ fn finish<T>(conn: &Connection, outcome: Result<T, DomainError>) -> Result<T, Do
         let _ = conn.execute_batch("ROLLBACK");
     }
     committed
-}
-
-/// One call's savepoint inside the group's transaction.
-struct Savepoint;
-
-impl Savepoint {
-    fn open(conn: &Connection) -> Result<Self, DomainError> {
-        conn.execute_batch("SAVEPOINT call").map_err(sqlite)?;
-        Ok(Self)
-    }
-
-    fn release(self, conn: &Connection) -> Result<(), DomainError> {
-        conn.execute_batch("RELEASE call").map_err(sqlite)
-    }
-
-    fn rollback(self, conn: &Connection) -> Result<(), DomainError> {
-        conn.execute_batch("ROLLBACK TO call; RELEASE call")
-            .map_err(sqlite)
-    }
 }
 
 fn sqlite(err: rusqlite::Error) -> DomainError {
