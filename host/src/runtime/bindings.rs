@@ -1,6 +1,6 @@
 //! Host-side bindings of the component worlds, generated from `wit/`.
 //!
-//! The imports every guest shares (`types`, `sql`, `kv-store`) are generated
+//! The imports every guest shares (`types`, `sql`) are generated
 //! once in [`imports`]; each component's world reuses them, so one linker
 //! serves every component.
 
@@ -11,9 +11,6 @@ pub mod imports {
     wasmtime::component::bindgen!({
         world: "guest-imports",
         path: "../wit",
-        with: {
-            "stasis:objects/kv-store.bucket": crate::runtime::kv_folder::BucketHandle,
-        },
     });
 }
 

@@ -148,22 +148,20 @@ pub(super) fn answered<Rep>(
         .map_err(|_| DomainError::Storage("the object's worker stopped before answering".into()))?
 }
 
-/// Runs `run` inside its own savepoint: rolled back (with the KV deletes it
-/// asked for) when it fails, released otherwise.
+/// Runs `run` inside its own savepoint: rolled back when it fails, released
+/// otherwise.
 fn in_savepoint<Rep>(
     store: &mut Store<GuestState>,
     instances: &mut Instances,
     run: impl FnOnce(&mut Store<GuestState>, &mut Instances) -> Result<Rep, DomainError>,
 ) -> Result<Rep, DomainError> {
     let savepoint = Savepoint::open(store.data().connection())?;
-    let deletes_mark = store.data().deferred_mark();
     let result = run(store, instances);
     if result.is_err() {
         // A trap leaves an instance unusable; take fresh ones next.
         if matches!(result, Err(DomainError::Storage(_))) {
             *instances = Instances::default();
         }
-        store.data_mut().forget_deletes_since(deletes_mark);
         savepoint.rollback(store.data().connection())?;
     } else {
         savepoint.release(store.data().connection())?;

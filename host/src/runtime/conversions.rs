@@ -1,12 +1,9 @@
 //! Every mapping between the WIT types of `wit/` and the domain's (or the
 //! host's storage's) types, in one place: the typed event-log records, the
-//! `sql` import's values and errors, the `kv-store` import's errors, and
-//! the `error` variant every export answers with.
+//! `sql` import's values and errors, and the `error` variant every export
+//! answers with.
 
-use super::{
-    bindings::imports::stasis::objects::{kv_store, sql, types},
-    kv_folder::KvError,
-};
+use super::bindings::imports::stasis::objects::{sql, types};
 use stasis_domain::{
     DomainError, Refusal,
     agent::ObjectEnv,
@@ -135,13 +132,5 @@ pub fn sql_error(err: StorageError) -> sql::SqlError {
         E::TooBig(m) => sql::SqlError::TooBig(m),
         E::InvalidStatement(m) => sql::SqlError::InvalidStatement(m),
         E::Io(m) | E::Shape(m) => sql::SqlError::Io(m),
-    }
-}
-
-/// A KV folder error as the `kv-store` import answers it.
-pub fn kv_error(err: KvError) -> kv_store::Error {
-    match err {
-        KvError::InvalidName(message) => kv_store::Error::Other(message),
-        KvError::Io { .. } => kv_store::Error::Other(err.to_string()),
     }
 }

@@ -17,7 +17,6 @@ use super::{
     calls::{self, Call, Instances, Job, Pending, Ran, answered},
     components::Components,
     guest_state::GuestState,
-    kv_folder::KvFolder,
     object_metrics,
 };
 use crate::metrics::Metrics;
@@ -60,7 +59,6 @@ pub struct Object {
     kind: ObjectKind,
     path: PathBuf,
     durability: Durability,
-    kv: Arc<KvFolder>,
     queue: Mutex<Queue>,
     last_seq: watch::Sender<u64>,
     metrics: Arc<Metrics>,
@@ -72,14 +70,12 @@ impl Object {
         kind: ObjectKind,
         path: PathBuf,
         durability: Durability,
-        kv: Arc<KvFolder>,
         metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             kind,
             path,
             durability,
-            kv,
             queue: Mutex::new(Queue::default()),
             last_seq: watch::Sender::new(0),
             metrics,
@@ -230,10 +226,7 @@ impl Object {
         jobs: Vec<Job>,
     ) -> Result<SqliteStore, DomainError> {
         let started = std::time::Instant::now();
-        let mut store = Store::new(
-            &components.engine,
-            GuestState::new(db, Arc::clone(&self.kv)),
-        );
+        let mut store = Store::new(&components.engine, GuestState::new(db));
         let calls = jobs.len();
         let began = begin(store.data().connection());
         let mut instances = Instances::default();
@@ -249,12 +242,6 @@ impl Object {
         if committed.is_ok() {
             let commit = commit_started.elapsed();
             object_metrics::group_committed(&self.metrics, self.kind, calls, commit);
-        }
-        // KV deletes wait for the commit: until then the metadata that the
-        // database would return to after a crash may still name those keys.
-        let deletes = store.data_mut().take_deferred_deletes();
-        if committed.is_ok() {
-            self.kv.delete_all(&deletes);
         }
         tracing::debug!(
             object = %self.path.display(),

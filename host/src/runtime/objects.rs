@@ -127,7 +127,6 @@ impl HostObjects {
             kind,
             path,
             self.inner.durability,
-            Arc::clone(&self.inner.kv),
             Arc::clone(&self.inner.metrics),
         )
     }
