@@ -1,7 +1,9 @@
 //! The calls the agent object answers for snapshots, as data (the edge
 //! sends them to the agent's Durable Object as JSON).
 
-use super::{Precondition, SnapshotMeta, chunk_calls, manifest::Manifest, rules, wire_bytes};
+use super::{
+    Precondition, SnapshotMeta, chunk_calls, chunk_table, manifest::Manifest, rules, wire_bytes,
+};
 use crate::{DomainError, agent::ObjectEnv, sql::SqlStore};
 use serde::{Deserialize, Serialize};
 
@@ -185,6 +187,7 @@ pub fn execute(
     call: &SnapshotCall,
     env: &ObjectEnv,
 ) -> Result<SnapshotReply, DomainError> {
+    let now = env.now_ms;
     Ok(match call {
         SnapshotCall::Reserve {
             size,
@@ -263,7 +266,55 @@ pub fn execute(
         SnapshotCall::Remove => SnapshotReply::Removed(rules::remove(store)?),
         SnapshotCall::KeysInUse => SnapshotReply::Keys(rules::keys_in_use(store, env.now_ms)?),
         SnapshotCall::Wipe => SnapshotReply::Keys(rules::wipe(store)?),
-        other => chunk_calls::execute(store, other, env)?,
+        SnapshotCall::CheckPrecondition { precondition } => {
+            rules::check_precondition(store, precondition.as_ref())?;
+            SnapshotReply::Done
+        }
+        SnapshotCall::Missing {
+            chunks,
+            pending_ttl_ms,
+        } => SnapshotReply::Chunks(chunk_calls::missing(store, chunks, *pending_ttl_ms, now)?),
+        SnapshotCall::RecordChunks {
+            chunks,
+            started_at,
+            pending_ttl_ms,
+            clock_slack_ms,
+        } => {
+            let times = chunk_table::Times {
+                started_at: *started_at,
+                now_ms: now,
+                pending_until: now.saturating_add(*pending_ttl_ms),
+                clock_slack_ms: (*clock_slack_ms).max(0),
+            };
+            SnapshotReply::Recorded(chunk_calls::record(store, chunks, times)?)
+        }
+        SnapshotCall::CommitManifest {
+            manifest,
+            precondition,
+            event_watermark,
+            limit,
+        } => {
+            rules::check_size(manifest.size, *limit)?;
+            rules::check_precondition(store, precondition.as_ref())?;
+            let committed = chunk_calls::commit(store, manifest, *event_watermark, now)?;
+            SnapshotReply::Committed(committed)
+        }
+        SnapshotCall::Plan { with_inline } => {
+            SnapshotReply::Planned(chunk_calls::plan(store, *with_inline)?)
+        }
+        SnapshotCall::ChunkSource { chunk } => {
+            SnapshotReply::ChunkAt(chunk_calls::source(store, chunk)?)
+        }
+        SnapshotCall::CollectTake { limit } => {
+            SnapshotReply::Chunks(chunk_calls::collect_take(store, *limit, now)?)
+        }
+        SnapshotCall::CollectDone { chunks } => {
+            chunk_calls::collect_done(store, chunks, now)?;
+            SnapshotReply::Done
+        }
+        SnapshotCall::ClaimOrphans { chunks } => {
+            SnapshotReply::Chunks(chunk_calls::claim_orphans(store, chunks, now)?)
+        }
     })
 }
 
