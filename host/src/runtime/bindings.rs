@@ -26,10 +26,10 @@ pub mod event_log {
     });
 }
 
-/// The session component's exports.
-pub mod session {
+/// The state component's exports (the `session` and `town` interfaces).
+pub mod state {
     wasmtime::component::bindgen!({
-        world: "session-component",
+        world: "state-component",
         path: "../wit",
         with: {
             "stasis:objects/types": crate::runtime::bindings::imports::stasis::objects::types,

@@ -1,6 +1,9 @@
 //! One call on an object: its typed job, the component that runs it inside
 //! its own savepoint (its fence checked first), and its answer, which waits
-//! for the group's commit.
+//! for the group's commit. Appends and reads go through the event-log
+//! component's typed exports (records mapped in [`super::conversions`]);
+//! every other call through the state component, in the domain's wire
+//! encoding (`stasis_domain::wire`).
 //!
 //! The host checks a fence against the object's database itself, inside
 //! the call's savepoint and before the component runs, so the check and the
@@ -8,18 +11,19 @@
 //! components never see a fence.
 
 use super::{
-    bindings::{event_log::EventLogComponent, session::SessionComponent},
+    bindings::{event_log::EventLogComponent, state::StateComponent},
     components::Components,
-    event_log_calls,
-    guest_state::GuestState,
-    session_calls,
+    conversions::{self as convert, domain_error},
+    store_state::StoreState,
 };
 use rusqlite::Connection;
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply, ObjectEnv},
+    event_log::{AppendBatch, AppendOutcome, ReadPage, ReadQuery},
     fence::{self, Fence},
     town::{self, TownCall, TownReply},
+    wire,
 };
 use std::sync::Arc;
 use tokio::sync::oneshot;
@@ -36,9 +40,9 @@ pub(super) struct Job {
 /// call is answered an agent reply, a town call a town reply.
 pub(super) enum Call {
     /// Event-log calls go to the event-log component, the rest to the
-    /// session component.
+    /// state component.
     Agent(Pending<AgentCall, AgentReply>),
-    /// Run by the session component's `town` export.
+    /// Run by the state component's `town` export.
     Town(Pending<TownCall, TownReply>),
 }
 
@@ -75,7 +79,7 @@ impl<Rep> Answer<Rep> {
 #[derive(Default)]
 pub(super) struct Instances {
     event_log: Option<EventLogComponent>,
-    session: Option<SessionComponent>,
+    state: Option<StateComponent>,
 }
 
 /// Runs one call inside its own savepoint, its fence checked first
@@ -83,7 +87,7 @@ pub(super) struct Instances {
 /// roll back together; the components never see a fence).
 pub(super) fn run(
     components: &Components,
-    store: &mut Store<GuestState>,
+    store: &mut Store<StoreState>,
     instances: &mut Instances,
     job: Job,
 ) -> Ran {
@@ -107,8 +111,8 @@ pub(super) fn run(
                 {
                     town::containers::require_current(&store.data().db, fence)?;
                 }
-                let guest = session(components, store, instances)?;
-                session_calls::town(guest, store, &call, &env)
+                let guest = state(components, store, instances)?;
+                session_town(guest, store, &call, &env)
             });
             Ran::Town(Answer { result, reply })
         }
@@ -151,9 +155,9 @@ pub(super) fn answered<Rep>(
 /// Runs `run` inside its own savepoint: rolled back when it fails, released
 /// otherwise.
 fn in_savepoint<Rep>(
-    store: &mut Store<GuestState>,
+    store: &mut Store<StoreState>,
     instances: &mut Instances,
-    run: impl FnOnce(&mut Store<GuestState>, &mut Instances) -> Result<Rep, DomainError>,
+    run: impl FnOnce(&mut Store<StoreState>, &mut Instances) -> Result<Rep, DomainError>,
 ) -> Result<Rep, DomainError> {
     let savepoint = Savepoint::open(store.data().connection())?;
     let result = run(store, instances);
@@ -170,10 +174,10 @@ fn in_savepoint<Rep>(
 }
 
 /// Runs an agent call in the component that answers it: appends and reads
-/// in the typed event-log component, the rest in the session component.
+/// in the typed event-log component, the rest in the state component.
 fn run_agent(
     components: &Components,
-    store: &mut Store<GuestState>,
+    store: &mut Store<StoreState>,
     instances: &mut Instances,
     call: &AgentCall,
     env: &ObjectEnv,
@@ -181,22 +185,94 @@ fn run_agent(
     match call {
         AgentCall::AppendEvents(batch) => {
             let guest = event_log(components, store, instances)?;
-            event_log_calls::append(guest, store, batch, env).map(AgentReply::Appended)
+            log_append(guest, store, batch, env).map(AgentReply::Appended)
         }
         AgentCall::ReadEvents(query) => {
             let guest = event_log(components, store, instances)?;
-            event_log_calls::read(guest, store, query).map(AgentReply::Events)
+            log_read(guest, store, query).map(AgentReply::Events)
         }
         other => {
-            let guest = session(components, store, instances)?;
-            session_calls::agent(guest, store, other, env)
+            let guest = state(components, store, instances)?;
+            session_agent(guest, store, other, env)
         }
     }
 }
 
+/// Appends `batch` through the event-log component's typed export (the
+/// hot path).
+fn log_append(
+    guest: &EventLogComponent,
+    store: &mut Store<StoreState>,
+    batch: &AppendBatch,
+    env: &ObjectEnv,
+) -> Result<AppendOutcome, DomainError> {
+    let outcome = guest
+        .stasis_objects_event_log()
+        .call_append(
+            store,
+            &convert::new_events(batch),
+            convert::producer_stamp(batch).as_ref(),
+            convert::append_settings(env),
+        )
+        .map_err(|err| trap("event-log", &err))?
+        .map_err(domain_error)?;
+    Ok(convert::append_outcome(outcome))
+}
+
+/// Reads a page through the event-log component's typed export.
+fn log_read(
+    guest: &EventLogComponent,
+    store: &mut Store<StoreState>,
+    query: &ReadQuery,
+) -> Result<ReadPage, DomainError> {
+    let page = guest
+        .stasis_objects_event_log()
+        .call_read(store, &convert::read_query(query))
+        .map_err(|err| trap("event-log", &err))?
+        .map_err(domain_error)?;
+    Ok(convert::read_page(page))
+}
+
+/// Runs an agent call on the state component's `session` export, in the
+/// domain's wire encoding (no fence travels: it was checked here).
+fn session_agent(
+    guest: &StateComponent,
+    store: &mut Store<StoreState>,
+    call: &AgentCall,
+    env: &ObjectEnv,
+) -> Result<AgentReply, DomainError> {
+    let request = wire::encode_request(call, None)?;
+    let reply = guest
+        .stasis_objects_session()
+        .call_call(&mut *store, &request, env.now_ms, env.max_events)
+        .map_err(|err| trap("state", &err))?
+        .map_err(domain_error)?;
+    wire::decode(&reply)
+}
+
+/// Runs a town call on the state component's `town` export.
+fn session_town(
+    guest: &StateComponent,
+    store: &mut Store<StoreState>,
+    call: &TownCall,
+    env: &ObjectEnv,
+) -> Result<TownReply, DomainError> {
+    let request = wire::encode_request(call, None)?;
+    let reply = guest
+        .stasis_objects_town()
+        .call_call(&mut *store, &request, env.now_ms)
+        .map_err(|err| trap("state", &err))?
+        .map_err(domain_error)?;
+    wire::decode(&reply)
+}
+
+fn trap(component: &str, err: &wasmtime::Error) -> DomainError {
+    DomainError::Storage(format!("the {component} component trapped: {err:#}"))
+}
+
 fn event_log<'a>(
     components: &Components,
-    store: &mut Store<GuestState>,
+    store: &mut Store<StoreState>,
     instances: &'a mut Instances,
 ) -> Result<&'a EventLogComponent, DomainError> {
     instance(&mut instances.event_log, "event-log", || {
@@ -204,13 +280,13 @@ fn event_log<'a>(
     })
 }
 
-fn session<'a>(
+fn state<'a>(
     components: &Components,
-    store: &mut Store<GuestState>,
+    store: &mut Store<StoreState>,
     instances: &'a mut Instances,
-) -> Result<&'a SessionComponent, DomainError> {
-    instance(&mut instances.session, "session", || {
-        components.session.instantiate(&mut *store)
+) -> Result<&'a StateComponent, DomainError> {
+    instance(&mut instances.state, "state", || {
+        components.state.instantiate(&mut *store)
     })
 }
 

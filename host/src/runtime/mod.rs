@@ -4,8 +4,6 @@ pub mod bindings;
 mod calls;
 pub mod components;
 pub mod conversions;
-pub mod event_log_calls;
-pub mod guest_state;
 pub mod kv_batch;
 pub mod kv_folder;
 pub mod object;
@@ -13,8 +11,8 @@ mod object_metrics;
 pub mod objects;
 pub mod open_objects;
 pub mod readiness;
-pub mod session_calls;
 pub mod snapshot_ports;
+pub mod store_state;
 
 pub use objects::HostObjects;
 

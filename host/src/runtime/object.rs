@@ -16,8 +16,8 @@
 use super::{
     calls::{self, Call, Instances, Job, Pending, Ran, answered},
     components::Components,
-    guest_state::GuestState,
     object_metrics,
+    store_state::StoreState,
 };
 use crate::metrics::Metrics;
 use rusqlite::Connection;
@@ -226,7 +226,7 @@ impl Object {
         jobs: Vec<Job>,
     ) -> Result<SqliteStore, DomainError> {
         let started = std::time::Instant::now();
-        let mut store = Store::new(&components.engine, GuestState::new(db));
+        let mut store = Store::new(&components.engine, StoreState::new(db));
         let calls = jobs.len();
         let began = begin(store.data().connection());
         let mut instances = Instances::default();

@@ -1,4 +1,4 @@
-//! The session component: the domain's agent and town calls, in the
+//! The state component: the domain's agent and town calls, in the
 //! domain's wire encoding (`stasis_domain::wire`), over the `sql` import.
 //! Every rule lives in `stasis_domain::{agent_state, recall, snapshot,
 //! town}`.
@@ -6,7 +6,7 @@
 #[allow(missing_docs, unsafe_code, reason = "generated bindings")]
 mod bindings {
     wit_bindgen::generate!({
-        world: "session-component",
+        world: "state-component",
         path: "../../wit",
         with: {
             "stasis:objects/types@0.1.0": stasis_guest::bindings::stasis::objects::types,

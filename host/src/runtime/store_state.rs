@@ -1,5 +1,6 @@
-//! What a guest's store holds: the object's SQLite connection, answering the
-//! `sql` import, and an empty WASI context (no files, no network, no env).
+//! The host's state in one wasmtime store (one object's call group): the
+//! object's SQLite connection, answering the guests' `sql` import, and an
+//! empty WASI context (no files, no network, no env).
 
 use super::{
     bindings::imports::stasis::objects::{sql, types},
@@ -12,14 +13,14 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The data of one wasmtime store: one object, for one group of calls.
-pub struct GuestState {
+pub struct StoreState {
     /// The object's database; the executor owns the transaction around it.
     pub db: SqliteStore,
     wasi: WasiCtx,
     table: ResourceTable,
 }
 
-impl GuestState {
+impl StoreState {
     /// State over an open database.
     pub fn new(db: SqliteStore) -> Self {
         Self {
@@ -35,7 +36,7 @@ impl GuestState {
     }
 }
 
-impl WasiView for GuestState {
+impl WasiView for StoreState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
             ctx: &mut self.wasi,
@@ -44,9 +45,9 @@ impl WasiView for GuestState {
     }
 }
 
-impl types::Host for GuestState {}
+impl types::Host for StoreState {}
 
-impl sql::Host for GuestState {
+impl sql::Host for StoreState {
     fn execute(
         &mut self,
         statement: String,
