@@ -14,7 +14,7 @@
 
 use std::{env, path::PathBuf, process::Command};
 
-const COMPONENTS: &[&str] = &["stasis_event_log_component", "stasis_session_component"];
+const COMPONENTS: &[&str] = &["stasis_event_log_component", "stasis_state_component"];
 
 fn main() {
     let manifest_dir =

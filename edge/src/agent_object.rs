@@ -7,7 +7,6 @@
 
 use crate::{
     do_sql::DoSql,
-    objects::ObjectRequest,
     settings,
     snapshots::{ChunkRange, WorkersKv},
 };
@@ -20,7 +19,8 @@ use stasis_domain::{
     fence::Fence,
     ids::AgentKey,
     limits,
-    town::{TownCall, TownReply},
+    operation::{agent::AgentOperation, town::TownOperation},
+    wire,
 };
 use std::{cell::RefCell, rc::Rc, time::Duration};
 use wasm_bindgen::JsValue;
@@ -69,8 +69,9 @@ impl DurableObject for AgentObject {
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         match req.path().as_str() {
             "/call" => {
-                let request: ObjectRequest<AgentCall> = serde_json::from_str(&req.text().await?)?;
-                Response::from_json(&self.core.execute(request.call, request.fence))
+                let request = req.text().await?;
+                let reply = self.core.answer(request);
+                Response::ok(wire::encode(&reply).map_err(storage_error)?)
             }
             "/tail" => {
                 let tail: Tail = serde_json::from_str(&req.text().await?)?;
@@ -109,21 +110,40 @@ fn storage_error(err: DomainError) -> worker::Error {
 }
 
 impl AgentCore {
-    /// Runs one call atomically: inside `transactionSync`, so that a refused
-    /// call (a fence included) rolls back every write it made.
-    fn execute(
-        &self,
-        call: AgentCall,
-        fence: Option<Fence>,
-    ) -> std::result::Result<AgentReply, DomainError> {
-        let env = ObjectEnv {
-            now_ms: settings::now_ms(),
-            max_events: self.max_events,
-        };
+    /// Runs one encoded request (`stasis_domain::wire`) atomically: inside
+    /// `transactionSync`, so that a refused call (its fence included) rolls
+    /// back every write it made.
+    fn answer(&self, request: String) -> std::result::Result<AgentReply, DomainError> {
+        let env = self.env();
         let sql = self.sql.clone();
         let reply = crate::transaction::atomically(&self.storage, move || {
-            agent::execute_fenced(&sql, &call, &env, fence.as_ref())
+            wire::answer_agent(&sql, &request, &env)
         });
+        self.woken_by(reply)
+    }
+
+    /// Runs one call atomically, unfenced (the object's own tails).
+    fn execute(&self, call: AgentCall) -> std::result::Result<AgentReply, DomainError> {
+        let env = self.env();
+        let sql = self.sql.clone();
+        let reply = crate::transaction::atomically(&self.storage, move || {
+            agent::execute(&sql, &call, &env)
+        });
+        self.woken_by(reply)
+    }
+
+    fn env(&self) -> ObjectEnv {
+        ObjectEnv {
+            now_ms: settings::now_ms(),
+            max_events: self.max_events,
+        }
+    }
+
+    /// Wakes the tails waiting for an append, if `reply` is an append's.
+    fn woken_by(
+        &self,
+        reply: std::result::Result<AgentReply, DomainError>,
+    ) -> std::result::Result<AgentReply, DomainError> {
         if matches!(reply, Ok(AgentReply::Appended(_))) {
             for waiter in self.waiters.borrow_mut().drain(..) {
                 let _ = waiter.send(());
@@ -144,20 +164,20 @@ impl AgentCore {
 struct LocalAgent(Rc<AgentCore>);
 
 impl Objects for LocalAgent {
-    async fn agent(
+    async fn agent<R: Send + 'static>(
         &self,
         _key: &AgentKey,
-        call: AgentCall,
-    ) -> std::result::Result<AgentReply, DomainError> {
-        self.0.execute(call, None)
+        op: AgentOperation<R>,
+    ) -> std::result::Result<R, DomainError> {
+        op.run_with(|call| self.0.execute(call))
     }
 
     /// Tails never reach a town.
-    async fn town(
+    async fn town<R: Send + 'static>(
         &self,
         town: &str,
-        _call: TownCall,
-    ) -> std::result::Result<TownReply, DomainError> {
+        _op: TownOperation<R>,
+    ) -> std::result::Result<R, DomainError> {
         Err(DomainError::Storage(format!(
             "town {town} is not reachable from inside an agent object"
         )))

@@ -1,13 +1,13 @@
 //! The worker's [`Objects`] port: calls go to each object's Durable Object.
 
-use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
 use stasis_api::{Objects, settings::StorageSettings, sse::Tail};
 use stasis_domain::{
     DomainError,
-    agent::{AgentCall, AgentReply},
     fence::Fence,
     ids::AgentKey,
-    town::{TownCall, TownReply},
+    operation::{agent::AgentOperation, town::TownOperation},
+    wire,
 };
 use std::time::Duration;
 use wasm_bindgen::JsValue;
@@ -20,19 +20,6 @@ const TOWNS: &str = "TOWNS";
 /// The agent-class Durable Object that readiness probes. Agents are named
 /// `<town>/<rig>/<agent>`; this name has no `/`, so it is never an agent's.
 const READINESS_OBJECT: &str = "stasis-readiness";
-
-/// What the worker sends an object's `/call`: the call, and the fence of a
-/// container token's write, which the object checks in the call's own
-/// transaction (`stasis_domain::agent::execute_fenced`,
-/// `stasis_domain::town::execute_fenced`).
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ObjectRequest<C> {
-    /// The call.
-    pub call: C,
-    /// Set for a container token's write.
-    #[serde(default)]
-    pub fence: Option<Fence>,
-}
 
 /// Reaches objects through their Durable Object stubs.
 #[derive(Clone)]
@@ -55,18 +42,17 @@ impl EdgeObjects {
         }
     }
 
-    fn request<C: Serialize>(&self, call: C) -> Result<String, DomainError> {
-        let request = ObjectRequest {
-            call,
-            fence: self.fence.clone(),
-        };
-        serde_json::to_string(&request).map_err(|err| DomainError::Storage(err.to_string()))
-    }
-
     pub(crate) fn agent_stub(&self, key: &AgentKey) -> worker::Result<Stub> {
         self.env
             .durable_object(AGENTS)?
             .id_from_name(&key.object_name())?
+            .get_stub()
+    }
+
+    fn town_stub(&self, town: &str) -> worker::Result<Stub> {
+        self.env
+            .durable_object(TOWNS)?
+            .id_from_name(town)?
             .get_stub()
     }
 
@@ -79,6 +65,27 @@ impl EdgeObjects {
     }
 }
 
+/// Sends an encoded request to an object's `/call`; its reply (or the
+/// error it answered), decoded.
+async fn call_object<Rep: DeserializeOwned>(
+    stub: &Stub,
+    url: &str,
+    body: &str,
+    name: &str,
+) -> Result<Rep, DomainError> {
+    let request = post_json(url, body).map_err(unreachable(name))?;
+    let mut response = stub
+        .fetch_with_request(request)
+        .await
+        .map_err(unreachable(name))?;
+    let text = response.text().await.map_err(unreachable(name))?;
+    wire::decode::<Result<Rep, DomainError>>(&text)?
+}
+
+fn unreachable(name: &str) -> impl Fn(worker::Error) -> DomainError + '_ {
+    move |err| DomainError::Storage(format!("{name}: {err}"))
+}
+
 pub(crate) fn post_json(url: &str, body: &str) -> worker::Result<Request> {
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
@@ -87,42 +94,28 @@ pub(crate) fn post_json(url: &str, body: &str) -> worker::Result<Request> {
 }
 
 impl Objects for EdgeObjects {
-    async fn agent(&self, key: &AgentKey, call: AgentCall) -> Result<AgentReply, DomainError> {
-        let unreachable = |err: worker::Error| {
-            DomainError::Storage(format!("agent object {}: {err}", key.object_name()))
-        };
-        let body = self.request(call)?;
-        let request = post_json("https://agent.stasis/call", &body).map_err(unreachable)?;
-        let mut response = self
-            .agent_stub(key)
-            .map_err(unreachable)?
-            .fetch_with_request(request)
-            .await
-            .map_err(unreachable)?;
-        response
-            .json::<Result<AgentReply, DomainError>>()
-            .await
-            .map_err(unreachable)?
+    async fn agent<R: Send + 'static>(
+        &self,
+        key: &AgentKey,
+        op: AgentOperation<R>,
+    ) -> Result<R, DomainError> {
+        let (call, answer) = op.split();
+        let body = wire::encode_request(&call, self.fence.as_ref())?;
+        let name = format!("agent object {}", key.object_name());
+        let stub = self.agent_stub(key).map_err(unreachable(&name))?;
+        answer.read(call_object(&stub, "https://agent.stasis/call", &body, &name).await?)
     }
 
-    async fn town(&self, town: &str, call: TownCall) -> Result<TownReply, DomainError> {
-        let unreachable =
-            |err: worker::Error| DomainError::Storage(format!("town object {town}: {err}"));
-        let body = self.request(call)?;
-        let request = post_json("https://town.stasis/call", &body).map_err(unreachable)?;
-        let namespace = self.env.durable_object(TOWNS).map_err(unreachable)?;
-        let stub = namespace
-            .id_from_name(town)
-            .and_then(|id| id.get_stub())
-            .map_err(unreachable)?;
-        let mut response = stub
-            .fetch_with_request(request)
-            .await
-            .map_err(unreachable)?;
-        response
-            .json::<Result<TownReply, DomainError>>()
-            .await
-            .map_err(unreachable)?
+    async fn town<R: Send + 'static>(
+        &self,
+        town: &str,
+        op: TownOperation<R>,
+    ) -> Result<R, DomainError> {
+        let (call, answer) = op.split();
+        let body = wire::encode_request(&call, self.fence.as_ref())?;
+        let name = format!("town object {town}");
+        let stub = self.town_stub(town).map_err(unreachable(&name))?;
+        answer.read(call_object(&stub, "https://town.stasis/call", &body, &name).await?)
     }
 
     /// Tails are served inside the agent's object, which is woken by its own

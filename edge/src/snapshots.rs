@@ -8,16 +8,11 @@ use bytes::Bytes;
 use futures::{Stream, TryStreamExt as _};
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use serde::{Deserialize, Serialize};
-use stasis_api::{Objects, Snapshots};
+use stasis_api::{AgentSnapshotObject, Snapshots};
 use stasis_domain::{
     DomainError,
-    agent::{AgentCall, AgentReply},
     ids::AgentKey,
-    snapshot::{
-        self, SnapshotCall, SnapshotReply,
-        ranges::RANGE_CHUNKS,
-        saga::{BlobStore, SnapshotObject},
-    },
+    snapshot::{self, ranges::RANGE_CHUNKS, saga::BlobStore},
 };
 use std::time::Duration;
 use wasm_bindgen::{JsCast, JsValue};
@@ -31,29 +26,6 @@ const SNAPSHOTS_KV: &str = "AGENT_DB_SNAPSHOTS_KV";
 /// elsewhere within about a minute; a reader retries for a few seconds
 /// before answering 503 `snapshot_propagating`.
 const PROPAGATION_DELAYS_MS: &[u64] = &[250, 500, 1_000, 2_000];
-
-/// The agent's Durable Object, as the saga's object.
-pub struct AgentStub<'a> {
-    /// The worker's objects.
-    pub objects: &'a EdgeObjects,
-    /// Which agent.
-    pub key: &'a AgentKey,
-}
-
-impl SnapshotObject for AgentStub<'_> {
-    async fn call(&self, call: SnapshotCall) -> Result<SnapshotReply, DomainError> {
-        match self
-            .objects
-            .agent(self.key, AgentCall::Snapshot(call))
-            .await?
-        {
-            AgentReply::Snapshot(reply) => Ok(reply),
-            other => Err(DomainError::Storage(format!(
-                "the agent object answered a snapshot step with {other:?}"
-            ))),
-        }
-    }
-}
 
 /// The snapshot namespace, as the saga's blob store.
 pub struct WorkersKv(KvStore);
@@ -140,11 +112,11 @@ async fn web_crypto_sha256(bytes: &[u8]) -> Result<String, JsValue> {
 }
 
 impl Snapshots for EdgeObjects {
-    type Object<'a> = AgentStub<'a>;
+    type Object<'a> = AgentSnapshotObject<'a, Self>;
     type Blobs = WorkersKv;
 
-    fn snapshot_object<'a>(&'a self, key: &'a AgentKey) -> AgentStub<'a> {
-        AgentStub { objects: self, key }
+    fn snapshot_object<'a>(&'a self, key: &'a AgentKey) -> Self::Object<'a> {
+        AgentSnapshotObject::new(self, key)
     }
 
     fn snapshot_blobs(&self) -> Result<WorkersKv, DomainError> {

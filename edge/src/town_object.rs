@@ -5,8 +5,11 @@
     reason = "#[durable_object] generates wasm-bindgen glue without docs"
 )]
 
-use crate::{do_sql::DoSql, objects::ObjectRequest, settings, transaction::atomically};
-use stasis_domain::town::{self, TownCall, TownEnv};
+use crate::{do_sql::DoSql, settings, transaction::atomically};
+use stasis_domain::{
+    town::{self, TownEnv},
+    wire,
+};
 use wasm_bindgen::JsValue;
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
 
@@ -32,14 +35,16 @@ impl DurableObject for TownObject {
         if req.path() != "/call" {
             return Response::error(format!("no such object route {}", req.path()), 404);
         }
-        let request: ObjectRequest<TownCall> = serde_json::from_str(&req.text().await?)?;
+        let request = req.text().await?;
         let sql = self.sql.clone();
         let env = TownEnv {
             now_ms: settings::now_ms(),
         };
         let reply = atomically(&self.storage, move || {
-            town::execute_fenced(&sql, &request.call, &env, request.fence.as_ref())
+            wire::answer_town(&sql, &request, &env)
         });
-        Response::from_json(&reply)
+        let encoded =
+            wire::encode(&reply).map_err(|err| worker::Error::RustError(err.to_string()))?;
+        Response::ok(encoded)
     }
 }

@@ -10,17 +10,20 @@
 use stasis_api::{Objects, Snapshots};
 use stasis_domain::{
     DomainError,
-    agent::{AgentCall, AgentReply},
-    event_log::{AppendBatch, NewEvent, ReadQuery},
+    event_log::{AppendBatch, AppendOutcome, NewEvent, ReadQuery},
     fence::{FENCED, Fence},
     ids::AgentKey,
+    operation::{
+        agent::{self as agent_op, AgentOperation},
+        town as town_op,
+    },
     snapshot::{
         self, PutRequest,
         chunk_saga::{self, CommitRequest},
         manifest::Manifest,
         saga,
     },
-    town::{TownCall, TownReply},
+    town::TownReply,
 };
 use stasis_host::{
     config::{ObjectLimits, ServeConfig, ServerLimits},
@@ -51,8 +54,8 @@ fn fence(container_id: &str, epoch: u64) -> Fence {
     }
 }
 
-fn append() -> AgentCall {
-    AgentCall::AppendEvents(AppendBatch::new(vec![NewEvent::new("t", None, "{}")]))
+fn append() -> AgentOperation<AppendOutcome> {
+    agent_op::append_events(AppendBatch::new(vec![NewEvent::new("t", None, "{}")]))
 }
 
 fn assert_fenced<T: std::fmt::Debug>(result: Result<T, DomainError>, holder: &str) {
@@ -66,14 +69,11 @@ fn assert_fenced<T: std::fmt::Debug>(result: Result<T, DomainError>, holder: &st
 }
 
 async fn last_seq(objects: &HostObjects, key: &AgentKey) -> u64 {
-    match objects
-        .agent(key, AgentCall::ReadEvents(ReadQuery::after(0)))
+    objects
+        .agent(key, agent_op::read_events(ReadQuery::after(0)))
         .await
         .expect("read")
-    {
-        AgentReply::Events(page) => page.last_seq,
-        other => panic!("unexpected {other:?}"),
-    }
+        .last_seq
 }
 
 async fn put_chunk(
@@ -156,7 +156,7 @@ fn an_agent_refuses_a_write_older_than_the_newest_container_that_wrote_to_it() {
         let current = chunk_saga::plan(&objects.snapshot_object(&key), false).await;
         assert!(matches!(current, Ok(None)), "no snapshot: {current:?}");
         let read = zombie
-            .agent(&key, AgentCall::ReadEvents(ReadQuery::after(0)))
+            .agent(&key, agent_op::read_events(ReadQuery::after(0)))
             .await;
         assert!(read.is_ok(), "reads stay allowed: {read:?}");
     });
@@ -169,19 +169,16 @@ fn a_town_refuses_a_fenced_write_from_a_container_that_no_longer_holds_it() {
     runtime.block_on(async {
         let objects = objects(data.path());
         for container in ["c-a", "c-b"] {
-            let beat = TownCall::Heartbeat {
-                container_id: container.into(),
-                idempotency_key: None,
-            };
+            let beat = town_op::heartbeat(container.into(), None);
             objects.town("t", beat).await.expect("heartbeat");
         }
-        let put = |container: &str| TownCall::PutRegistry {
-            container_id: container.into(),
-            agents: Vec::new(),
-        };
+        let put = |container: &str| town_op::put_registry(container.into(), Vec::new());
         let refused = objects.fenced(fence("c-a", 1)).town("t", put("c-a")).await;
         assert_fenced(refused, "c-b");
-        let registry = objects.town("t", TownCall::GetRegistry).await;
+        let registry = objects
+            .town("t", town_op::get_registry())
+            .await
+            .map(TownReply::Registry);
         assert!(matches!(registry, Ok(TownReply::Registry(r)) if r.container_id.is_none()));
         let allowed = objects.fenced(fence("c-b", 2)).town("t", put("c-b")).await;
         assert!(allowed.is_ok(), "{allowed:?}");

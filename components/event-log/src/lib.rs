@@ -1,4 +1,5 @@
-//! The event-log component: WIT records in, domain calls, WIT records out.
+//! The event-log component: WIT records in, domain calls, WIT records out
+//! (mapped by `stasis_guest::conversions`).
 //! Every rule lives in `stasis_domain::event_log`.
 
 #[allow(missing_docs, unsafe_code, reason = "generated bindings")]
@@ -13,11 +14,15 @@ mod bindings {
     });
 }
 
-use bindings::exports::stasis::objects::event_log::{
-    AppendOutcome, AppendSettings, Event, Guest, NewEvent, ProducerStamp, ReadPage, ReadQuery,
-};
+use bindings::exports::stasis::objects::event_log::Guest;
 use stasis_domain::event_log as log;
-use stasis_guest::{ImportedSql, bindings::stasis::objects::types::Error, run};
+use stasis_guest::{
+    ImportedSql,
+    bindings::stasis::objects::types::{
+        AppendOutcome, AppendSettings, Error, NewEvent, ProducerStamp, ReadPage, ReadQuery,
+    },
+    conversions as convert, run,
+};
 
 struct EventLog;
 
@@ -27,57 +32,16 @@ impl Guest for EventLog {
         producer: Option<ProducerStamp>,
         settings: AppendSettings,
     ) -> Result<AppendOutcome, Error> {
-        let batch = log::AppendBatch {
-            events: events
-                .into_iter()
-                .map(|e| log::NewEvent {
-                    event_type: e.event_type,
-                    session_id: e.session_id,
-                    data: e.data,
-                })
-                .collect(),
-            producer: producer.map(|p| log::ProducerStamp {
-                producer_id: p.producer_id,
-                producer_seq: p.producer_seq,
-            }),
-        };
-        let settings = log::AppendSettings {
-            now_ms: settings.now,
-            max_events: settings.max_events,
-        };
+        let batch = convert::append_batch(events, producer);
+        let settings = convert::append_settings(settings);
         let outcome = run(|| log::append(&ImportedSql, &batch, &settings))?;
-        Ok(AppendOutcome {
-            first_seq: outcome.first_seq,
-            last_seq: outcome.last_seq,
-            duplicate: outcome.duplicate,
-        })
+        Ok(convert::append_outcome(outcome))
     }
 
     fn read(query: ReadQuery) -> Result<ReadPage, Error> {
-        let query = log::ReadQuery {
-            after: query.after,
-            limit: query.limit,
-            session_id: query.session_id,
-            event_type: query.event_type,
-        };
+        let query = convert::read_query(query);
         let page = run(|| log::read(&ImportedSql, &query))?;
-        Ok(ReadPage {
-            events: page
-                .events
-                .into_iter()
-                .map(|e| Event {
-                    seq: e.seq,
-                    event_type: e.event_type,
-                    session_id: e.session_id,
-                    data: e.data,
-                    created_at: e.created_at_ms,
-                })
-                .collect(),
-            next_after: page.next_after,
-            has_more: page.has_more,
-            first_seq: page.first_seq,
-            last_seq: page.last_seq,
-        })
+        Ok(convert::read_page(page))
     }
 }
 

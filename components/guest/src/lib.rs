@@ -1,8 +1,8 @@
 //! What every stasis guest shares.
 //!
-//! The bindings of the imported interfaces (`types`, `sql`, `kv-store`) are
+//! The bindings of the imported interfaces (`types`, `sql`) are
 //! generated here once; each component maps them in with `with:` so that
-//! the conversions below work for all of them.
+//! the conversions ([`conversions`]) work for all of them.
 
 #[allow(missing_docs, unsafe_code, reason = "generated bindings")]
 pub mod bindings {
@@ -12,10 +12,12 @@ pub mod bindings {
     });
 }
 
-use bindings::stasis::objects::{kv_store, sql, types};
+pub mod conversions;
+
+use bindings::stasis::objects::{sql, types};
+use conversions::{sql_value, storage_error, wit_error, wit_value};
 use stasis_domain::{
-    DomainError, Refusal,
-    snapshot::saga::BlobStore,
+    DomainError,
     sql::{Row, SqlStore, SqlValue, StorageError},
 };
 
@@ -24,139 +26,18 @@ pub struct ImportedSql;
 
 impl SqlStore for ImportedSql {
     fn execute(&self, statement: &str, params: Vec<SqlValue>) -> Result<Vec<Row>, StorageError> {
-        let params: Vec<sql::Value> = params.into_iter().map(to_wit_value).collect();
+        let params: Vec<sql::Value> = params.into_iter().map(wit_value).collect();
         match sql::execute(statement, &params) {
             Ok(rows) => Ok(rows
                 .into_iter()
-                .map(|row| row.into_iter().map(from_wit_value).collect())
+                .map(|row| row.into_iter().map(sql_value).collect())
                 .collect()),
-            Err(err) => Err(from_wit_sql_error(err)),
+            Err(err) => Err(storage_error(err)),
         }
-    }
-}
-
-fn to_wit_value(value: SqlValue) -> sql::Value {
-    match value {
-        SqlValue::Null => sql::Value::Null,
-        SqlValue::Integer(v) => sql::Value::Integer(v),
-        SqlValue::Real(v) => sql::Value::Real(v),
-        SqlValue::Text(v) => sql::Value::Text(v),
-        SqlValue::Blob(v) => sql::Value::Blob(v),
-    }
-}
-
-fn from_wit_value(value: sql::Value) -> SqlValue {
-    match value {
-        sql::Value::Null => SqlValue::Null,
-        sql::Value::Integer(v) => SqlValue::Integer(v),
-        sql::Value::Real(v) => SqlValue::Real(v),
-        sql::Value::Text(v) => SqlValue::Text(v),
-        sql::Value::Blob(v) => SqlValue::Blob(v),
-    }
-}
-
-fn from_wit_sql_error(err: sql::SqlError) -> StorageError {
-    match err {
-        sql::SqlError::ConstraintViolation(m) => StorageError::ConstraintViolation(m),
-        sql::SqlError::TooBig(m) => StorageError::TooBig(m),
-        sql::SqlError::InvalidStatement(m) => StorageError::InvalidStatement(m),
-        sql::SqlError::Io(m) => StorageError::Io(m),
-    }
-}
-
-/// A domain error as the WIT `error` variant.
-pub fn to_wit_error(err: DomainError) -> types::Error {
-    let refusal = |r: Refusal| types::Refusal {
-        code: r.code,
-        message: r.message,
-    };
-    match err {
-        DomainError::InvalidInput(r) => types::Error::InvalidInput(refusal(r)),
-        DomainError::NotFound(r) => types::Error::NotFound(refusal(r)),
-        DomainError::Conflict(r) => types::Error::Conflict(refusal(r)),
-        DomainError::PreconditionFailed(r) => types::Error::PreconditionFailed(refusal(r)),
-        DomainError::TooLarge {
-            code,
-            message,
-            limit,
-        } => types::Error::TooLarge(types::LimitExceeded {
-            code,
-            message,
-            limit,
-        }),
-        DomainError::CursorExpired { first_seq } => types::Error::CursorExpired(first_seq),
-        DomainError::Unavailable(r) => types::Error::Unavailable(refusal(r)),
-        // Fences are checked by the host itself, outside the guests; should
-        // one come from here, it stays a 409 with its code.
-        DomainError::Fenced(f) => types::Error::Conflict(types::Refusal {
-            code: f.code,
-            message: f.message,
-        }),
-        DomainError::ChunksMissing { missing } => types::Error::ChunksMissing(missing),
-        DomainError::Storage(m) => types::Error::Storage(m),
     }
 }
 
 /// Runs a domain function and maps its error onto the WIT variant.
 pub fn run<T>(f: impl FnOnce() -> Result<T, DomainError>) -> Result<T, types::Error> {
-    f().map_err(to_wit_error)
-}
-
-/// A bucket of the host's KV store, as the domain's blob port. Every call
-/// answers at once, so the saga runs through [`saga::run_ready`].
-///
-/// [`saga::run_ready`]: stasis_domain::snapshot::saga::run_ready
-pub struct ImportedKv {
-    bucket: kv_store::Bucket,
-}
-
-impl ImportedKv {
-    /// Opens the bucket named `name`.
-    pub fn open(name: &str) -> Result<Self, DomainError> {
-        kv_store::open(name)
-            .map(|bucket| Self { bucket })
-            .map_err(kv_error)
-    }
-}
-
-impl BlobStore for ImportedKv {
-    async fn put(&self, key: &str, value: &[u8]) -> Result<(), DomainError> {
-        self.bucket.set(key, value).map_err(kv_error)
-    }
-
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, DomainError> {
-        self.bucket.get(key).map_err(kv_error)
-    }
-
-    async fn delete(&self, key: &str) -> Result<(), DomainError> {
-        self.bucket.delete(key).map_err(kv_error)
-    }
-
-    async fn list(
-        &self,
-        prefix: &str,
-        cursor: Option<String>,
-    ) -> Result<(Vec<String>, Option<String>), DomainError> {
-        self.bucket
-            .list_keys(prefix, cursor.as_deref())
-            .map(|page| (page.keys, page.cursor))
-            .map_err(kv_error)
-    }
-
-    /// The host's KV folder is strongly consistent: a missing key is
-    /// missing.
-    fn propagation_delays_ms(&self) -> &[u64] {
-        &[]
-    }
-
-    async fn pause(&self, _ms: u64) {}
-}
-
-fn kv_error(err: kv_store::Error) -> DomainError {
-    let detail = match err {
-        kv_store::Error::NoSuchStore => "no such KV store".to_owned(),
-        kv_store::Error::AccessDenied => "KV access denied".to_owned(),
-        kv_store::Error::Other(detail) => detail,
-    };
-    DomainError::Storage(format!("KV: {detail}"))
+    f().map_err(wit_error)
 }

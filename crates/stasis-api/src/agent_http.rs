@@ -19,29 +19,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use stasis_domain::{
     DomainError, Refusal,
-    agent::{AgentCall, AgentReply},
-    agent_state::{AgentSummary, MemoryEntry, SessionRecord, StateCall, StateReply},
+    agent_state::{AgentSummary, MemoryEntry, SessionRecord},
     conversation::Budget,
     ids::AgentKey,
+    operation::{agent as op, town as town_op},
     snapshot::SnapshotMeta,
-    town::{TownCall, TownReply},
 };
-
-/// Runs a state call and returns its reply.
-pub async fn state(
-    objects: &impl Objects,
-    key: &AgentKey,
-    call: StateCall,
-) -> Result<StateReply, ApiError> {
-    match objects.agent(key, AgentCall::State(call)).await? {
-        AgentReply::State(reply) => Ok(reply),
-        other => Err(unexpected(&other)),
-    }
-}
-
-fn unexpected(reply: &impl std::fmt::Debug) -> ApiError {
-    ApiError::internal(format!("an object answered with {reply:?}"))
-}
 
 fn no_content() -> Response<Bytes> {
     let mut response = Response::new(Bytes::new());
@@ -84,33 +67,14 @@ pub async fn record<O: Objects + Snapshots>(
         Method::PUT => {
             let wanted: AgentBody = body::parse_json(body)?;
             // The town holds the one-mayor rule, so it is asked first.
-            let registered = objects
-                .town(
-                    &key.town,
-                    TownCall::RegisterAgent {
-                        rig_id: key.rig.clone(),
-                        agent_id: key.agent.clone(),
-                        role: wanted.role.clone(),
-                    },
-                )
+            let register =
+                town_op::register_agent(key.rig.clone(), key.agent.clone(), wanted.role.clone());
+            objects.town(&key.town, register).await?;
+            let metadata = wanted.metadata.map(|m| m.get().to_owned());
+            let record = objects
+                .agent(key, op::put_agent(wanted.role, metadata))
                 .await?;
-            if !matches!(registered, TownReply::Registered(_)) {
-                return Err(unexpected(&registered));
-            }
-            let created = match state(
-                objects,
-                key,
-                StateCall::PutAgent {
-                    role: wanted.role,
-                    metadata: wanted.metadata.map(|m| m.get().to_owned()),
-                },
-            )
-            .await?
-            {
-                StateReply::Agent(record) => record.created,
-                other => return Err(unexpected(&other)),
-            };
-            let status = if created {
+            let status = if record.created {
                 StatusCode::CREATED
             } else {
                 StatusCode::OK
@@ -124,10 +88,7 @@ pub async fn record<O: Objects + Snapshots>(
 
 /// The agent's summary, or 404 `agent_not_found`.
 pub async fn summary(objects: &impl Objects, key: &AgentKey) -> Result<AgentSummary, ApiError> {
-    match state(objects, key, StateCall::GetAgent).await? {
-        StateReply::AgentSummary(summary) => Ok(summary),
-        other => Err(unexpected(&other)),
-    }
+    Ok(objects.agent(key, op::get_agent()).await?)
 }
 
 async fn view<O: Objects + Snapshots>(
@@ -165,26 +126,12 @@ async fn destroy<O: Objects + Snapshots>(
     key: &AgentKey,
 ) -> Result<Response<Bytes>, ApiError> {
     let had_snapshot = objects.snapshot_read(key, false).await?.is_some();
-    let existed = match state(objects, key, StateCall::DestroyAgent).await? {
-        StateReply::Destroyed(outcome) => outcome.existed,
-        other => return Err(unexpected(&other)),
-    };
+    let existed = objects.agent(key, op::destroy_agent()).await?.existed;
     if had_snapshot {
         objects.snapshot_wipe(key).await?;
     }
-    let forgotten = match objects
-        .town(
-            &key.town,
-            TownCall::ForgetAgent {
-                rig_id: key.rig.clone(),
-                agent_id: key.agent.clone(),
-            },
-        )
-        .await?
-    {
-        TownReply::Forgotten(forgotten) => forgotten,
-        other => return Err(unexpected(&other)),
-    };
+    let forget = town_op::forget_agent(key.rig.clone(), key.agent.clone());
+    let forgotten = objects.town(&key.town, forget).await?;
     if !(existed || had_snapshot || forgotten) {
         return Err(DomainError::NotFound(Refusal::new(
             "agent_not_found",
@@ -230,13 +177,9 @@ pub(crate) struct SessionsView {
 
 /// `GET /sessions`.
 pub async fn sessions(objects: &impl Objects, key: &AgentKey) -> Result<Response<Bytes>, ApiError> {
-    match state(objects, key, StateCall::ListSessions).await? {
-        StateReply::Sessions(list) => {
-            let sessions = list.into_iter().map(SessionView::from).collect();
-            Ok(reply::json(StatusCode::OK, &SessionsView { sessions }))
-        }
-        other => Err(unexpected(&other)),
-    }
+    let list = objects.agent(key, op::list_sessions()).await?;
+    let sessions = list.into_iter().map(SessionView::from).collect();
+    Ok(reply::json(StatusCode::OK, &SessionsView { sessions }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -276,7 +219,7 @@ pub async fn session(
     body: &Bytes,
 ) -> Result<Response<Bytes>, ApiError> {
     let session_id = session_id.to_owned();
-    let call = match *method {
+    let record = match *method {
         Method::PUT => {
             let wanted: SessionBody = body::parse_json(body)?;
             let status = wanted
@@ -290,20 +233,17 @@ pub async fn session(
                     })
                 })
                 .transpose()?;
-            StateCall::PutSession {
-                session_id,
-                status,
-                metadata: wanted.metadata.map(|m| m.get().to_owned()),
-            }
+            let metadata = wanted.metadata.map(|m| m.get().to_owned());
+            let put = op::put_session(session_id, status, metadata);
+            objects.agent(key, put).await?
         }
-        Method::DELETE => StateCall::DeleteSession { session_id },
-        _ => StateCall::GetSession { session_id },
+        Method::DELETE => {
+            objects.agent(key, op::delete_session(session_id)).await?;
+            return Ok(no_content());
+        }
+        _ => objects.agent(key, op::get_session(session_id)).await?,
     };
-    match state(objects, key, call).await? {
-        StateReply::Session(record) => Ok(reply::json(StatusCode::OK, &SessionView::from(record))),
-        StateReply::SessionDeleted(_) => Ok(no_content()),
-        other => Err(unexpected(&other)),
-    }
+    Ok(reply::json(StatusCode::OK, &SessionView::from(record)))
 }
 
 /// `PUT|GET|DELETE /checkpoint`.
@@ -313,21 +253,21 @@ pub async fn checkpoint(
     method: &Method,
     body: &Bytes,
 ) -> Result<Response<Bytes>, ApiError> {
-    let call = match *method {
-        Method::PUT => StateCall::PutCheckpoint {
-            document: body::json_text(body)?,
-        },
-        Method::DELETE => StateCall::DeleteCheckpoint,
-        _ => StateCall::GetCheckpoint,
-    };
-    match state(objects, key, call).await? {
-        StateReply::CheckpointStored(stored) => Ok(reply::json(StatusCode::OK, &stored)),
-        StateReply::Checkpoint(checkpoint) => Ok(reply::raw_json(
-            StatusCode::OK,
-            checkpoint.document.into_bytes(),
-        )),
-        StateReply::Deleted => Ok(no_content()),
-        other => Err(unexpected(&other)),
+    match *method {
+        Method::PUT => {
+            let put = op::put_checkpoint(body::json_text(body)?);
+            let stored = objects.agent(key, put).await?;
+            Ok(reply::json(StatusCode::OK, &stored))
+        }
+        Method::DELETE => {
+            objects.agent(key, op::delete_checkpoint()).await?;
+            Ok(no_content())
+        }
+        _ => {
+            let checkpoint = objects.agent(key, op::get_checkpoint()).await?;
+            let document = checkpoint.document.into_bytes();
+            Ok(reply::raw_json(StatusCode::OK, document))
+        }
     }
 }
 
@@ -363,19 +303,18 @@ pub async fn memory_entry(
     body: &Bytes,
 ) -> Result<Response<Bytes>, ApiError> {
     let memory_key = memory_key.to_owned();
-    let call = match *method {
-        Method::PUT => StateCall::PutMemory {
-            key: memory_key,
-            value: body::json_text(body)?,
-        },
-        Method::DELETE => StateCall::DeleteMemory { key: memory_key },
-        _ => StateCall::GetMemory { key: memory_key },
+    let entry = match *method {
+        Method::PUT => {
+            let put = op::put_memory(memory_key, body::json_text(body)?);
+            objects.agent(key, put).await?
+        }
+        Method::DELETE => {
+            objects.agent(key, op::delete_memory(memory_key)).await?;
+            return Ok(no_content());
+        }
+        _ => objects.agent(key, op::get_memory(memory_key)).await?,
     };
-    match state(objects, key, call).await? {
-        StateReply::Memory(entry) => Ok(reply::json(StatusCode::OK, &MemoryView::from(entry))),
-        StateReply::Deleted => Ok(no_content()),
-        other => Err(unexpected(&other)),
-    }
+    Ok(reply::json(StatusCode::OK, &MemoryView::from(entry)))
 }
 
 /// `GET /memory?prefix=&q=&limit=`.
@@ -387,18 +326,14 @@ pub async fn memory_list(
     let limit = query
         .u64("limit")?
         .map(|l| u32::try_from(l).unwrap_or(u32::MAX));
-    let call = StateCall::ListMemory {
-        prefix: query.text("prefix").map(str::to_owned),
-        query: query.text("q").map(str::to_owned),
+    let list = op::list_memory(
+        query.text("prefix").map(str::to_owned),
+        query.text("q").map(str::to_owned),
         limit,
-    };
-    match state(objects, key, call).await? {
-        StateReply::MemoryList(entries) => {
-            let entries = entries.into_iter().map(MemoryView::from).collect();
-            Ok(reply::json(StatusCode::OK, &MemoryListView { entries }))
-        }
-        other => Err(unexpected(&other)),
-    }
+    );
+    let entries = objects.agent(key, list).await?;
+    let entries = entries.into_iter().map(MemoryView::from).collect();
+    Ok(reply::json(StatusCode::OK, &MemoryListView { entries }))
 }
 
 /// `GET /conversation?max_turns=&max_tokens=&session_id=`.
@@ -411,12 +346,7 @@ pub async fn conversation(
         .u64("max_turns")?
         .map(|t| u32::try_from(t).unwrap_or(u32::MAX));
     let budget = Budget::from_options(max_turns, query.u64("max_tokens")?)?;
-    let call = AgentCall::Conversation {
-        budget,
-        session_id: query.id("session_id")?,
-    };
-    match objects.agent(key, call).await? {
-        AgentReply::Conversation(conversation) => Ok(reply::json(StatusCode::OK, &conversation)),
-        other => Err(unexpected(&other)),
-    }
+    let call = op::conversation(budget, query.id("session_id")?);
+    let conversation = objects.agent(key, call).await?;
+    Ok(reply::json(StatusCode::OK, &conversation))
 }

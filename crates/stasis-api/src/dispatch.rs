@@ -11,9 +11,9 @@ use crate::{Objects, body::raw, error::ApiError};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use stasis_domain::{
-    agent::{AgentCall, AgentReply},
     conversation::{self, Budget, PriorConversation},
     ids::AgentKey,
+    operation::agent as op,
     snapshot::SnapshotMeta,
     town::TownAgent,
 };
@@ -44,22 +44,9 @@ pub async fn build(
     text: Option<&str>,
 ) -> Result<Dispatch, ApiError> {
     let key = AgentKey::new(town, &agent.rig_id, &agent.agent_id)?;
-    let context = match objects
-        .agent(
-            &key,
-            AgentCall::DispatchContext {
-                budget: Budget::default(),
-            },
-        )
-        .await?
-    {
-        AgentReply::DispatchContext(context) => context,
-        other => {
-            return Err(ApiError::internal(format!(
-                "a dispatch context was answered with {other:?}"
-            )));
-        }
-    };
+    let context = objects
+        .agent(&key, op::dispatch_context(Budget::default()))
+        .await?;
     let prompt = conversation::dispatch_prompt(&context.conversation, text);
     Ok(Dispatch {
         agent_id: agent.agent_id.clone(),

@@ -4,8 +4,7 @@ use crate::{error::ApiError, query::Query, reply};
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use stasis_domain::{
-    agent::AgentReply,
-    event_log::{AppendBatch, Event, ReadPage, ReadQuery},
+    event_log::{AppendBatch, AppendOutcome, Event, ReadPage, ReadQuery},
     limits,
 };
 use std::fmt::Write as _;
@@ -38,19 +37,14 @@ pub fn parse_read(query: &Query, last_event_id: Option<u64>) -> Result<ReadQuery
     })
 }
 
-/// Renders a reply of the agent's object as the endpoint's JSON.
-pub fn render(reply: AgentReply) -> Response<Bytes> {
-    match reply {
-        AgentReply::Appended(outcome) => reply::json(StatusCode::OK, &outcome),
-        AgentReply::Events(page) => reply::raw_json(StatusCode::OK, page_json(&page).into_bytes()),
-        AgentReply::Snapshot(_)
-        | AgentReply::State(_)
-        | AgentReply::Conversation(_)
-        | AgentReply::DispatchContext(_) => {
-            ApiError::internal("another call's answer reached the event-log renderer")
-                .into_response()
-        }
-    }
+/// An append's outcome as the endpoint's JSON.
+pub fn render_appended(outcome: &AppendOutcome) -> Response<Bytes> {
+    reply::json(StatusCode::OK, outcome)
+}
+
+/// A page of events as the endpoint's JSON.
+pub fn render_page(page: &ReadPage) -> Response<Bytes> {
+    reply::raw_json(StatusCode::OK, page_json(page).into_bytes())
 }
 
 /// A page as JSON. Event data is stored as JSON text and written as is,

@@ -4,17 +4,12 @@
 //! transaction (see `stasis_domain::fence` for the rule and the one window
 //! it leaves).
 
-use crate::{
-    Objects,
-    auth::Caller,
-    error::ApiError,
-    route::Endpoint,
-    town_http::{town, unexpected},
-};
+use crate::{Objects, auth::Caller, error::ApiError, route::Endpoint};
 use http::Method;
 use stasis_domain::{
     fence::{self, Fence},
-    town::{Standing, TownCall, TownReply},
+    operation::town as op,
+    town::Standing,
 };
 
 /// The fence of a container token's write, or the 409 that refuses it;
@@ -45,13 +40,8 @@ pub(crate) async fn standing(
     town_id: &str,
     container_id: &str,
 ) -> Result<Standing, ApiError> {
-    let call = TownCall::Standing {
-        container_id: container_id.to_owned(),
-    };
-    match town(objects, town_id, call).await? {
-        TownReply::Standing(standing) => Ok(standing),
-        other => Err(unexpected(&other)),
-    }
+    let standing = op::standing(container_id.to_owned());
+    Ok(objects.town(town_id, standing).await?)
 }
 
 /// A `container_fenced` refusal from an agent names the newest container

@@ -54,7 +54,7 @@ pub mod ui;
 
 pub use body_rules::DEFAULT_IMPORT_LIMIT;
 pub use error::{ApiError, ErrorLog};
-pub use objects::{Objects, Snapshots};
+pub use objects::{AgentSnapshotObject, Objects, Snapshots};
 pub use openapi::document as openapi_document;
 pub use snapshot_delta::ChunkCheck;
 

@@ -11,19 +11,19 @@ use crate::{
     dispatch::{self, Dispatch},
     error::ApiError,
     idempotency,
-    town_http::{town, unexpected},
 };
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 use stasis_domain::{
     DomainError, Refusal,
-    agent::{AgentCall, AgentReply},
     event_log::{AppendBatch, NewEvent, ProducerStamp},
     ids::AgentKey,
-    limits, recall,
+    limits,
+    operation::{agent as agent_op, town as op},
+    recall,
     snapshot::sha256_hex,
-    town::{MayorAction, TownCall, TownReply},
+    town::MayorAction,
 };
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -59,19 +59,14 @@ pub async fn mayor_message(
     let wanted: MessageBody = body::parse_json(body)?;
     check_text(&wanted.text)?;
     let retry_key = idempotency::key(headers)?;
-    let mayor = match town(objects, town_id, TownCall::GetState).await? {
-        TownReply::State(state) => state.mayor.ok_or_else(|| {
-            ApiError::from(DomainError::NotFound(Refusal::new(
-                "mayor_not_found",
-                format!("town {town_id:?} has no agent with role mayor"),
-            )))
-        })?,
-        other => return Err(unexpected(&other)),
-    };
-    let registry = match town(objects, town_id, TownCall::GetRegistry).await? {
-        TownReply::Registry(registry) => registry,
-        other => return Err(unexpected(&other)),
-    };
+    let state = objects.town(town_id, op::get_state()).await?;
+    let mayor = state.mayor.ok_or_else(|| {
+        DomainError::NotFound(Refusal::new(
+            "mayor_not_found",
+            format!("town {town_id:?} has no agent with role mayor"),
+        ))
+    })?;
+    let registry = objects.town(town_id, op::get_registry()).await?;
     let session_id = registry
         .agents
         .iter()
@@ -91,28 +86,25 @@ pub async fn mayor_message(
         }],
         producer: retry_key.as_deref().map(message_stamp),
     };
-    let message_seq = match objects.agent(&key, AgentCall::AppendEvents(batch)).await? {
-        AgentReply::Appended(outcome) => outcome.last_seq,
-        other => return Err(unexpected(&other)),
-    };
-    let view = match town(objects, town_id, TownCall::MayorMessage { message_seq }).await? {
-        TownReply::MayorMessage(MayorAction::Deferred) => {
+    let appended = objects.agent(&key, agent_op::append_events(batch)).await?;
+    let routed = op::mayor_message(appended.last_seq);
+    let view = match objects.town(town_id, routed).await? {
+        MayorAction::Deferred => {
             return Ok(crate::reply::json(
                 StatusCode::ACCEPTED,
                 &MessageView::Deferred,
             ));
         }
-        TownReply::MayorMessage(MayorAction::Deliver {
+        MayorAction::Deliver {
             session_id,
             container_id,
-        }) => MessageView::Deliver {
+        } => MessageView::Deliver {
             session_id,
             container_id,
         },
-        TownReply::MayorMessage(MayorAction::Redispatch { agent }) => MessageView::Redispatch {
+        MayorAction::Redispatch { agent } => MessageView::Redispatch {
             dispatch: dispatch::build(objects, town_id, &agent, None).await?,
         },
-        other => return Err(unexpected(&other)),
     };
     Ok(crate::reply::json(StatusCode::OK, &view))
 }
@@ -164,14 +156,8 @@ pub async fn dispatch_agent(
     if let Some(text) = &wanted.text {
         check_text(text)?;
     }
-    let call = TownCall::Dispatch {
-        rig_id: key.rig.clone(),
-        agent_id: key.agent.clone(),
-    };
-    let agent = match town(objects, &key.town, call).await? {
-        TownReply::Dispatched(agent) => agent,
-        other => return Err(unexpected(&other)),
-    };
+    let call = op::dispatch(key.rig.clone(), key.agent.clone());
+    let agent = objects.town(&key.town, call).await?;
     let dispatch = dispatch::build(objects, &key.town, &agent, wanted.text.as_deref()).await?;
     Ok(crate::reply::json(
         StatusCode::OK,

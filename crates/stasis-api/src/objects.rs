@@ -4,15 +4,18 @@ use bytes::Bytes;
 use futures::{Stream, future::Either};
 use stasis_domain::{
     DomainError,
-    agent::{AgentCall, AgentReply},
     fence::Fence,
     ids::AgentKey,
+    operation::{
+        agent::{self as agent_op, AgentOperation},
+        snapshot::SnapshotOperation,
+        town::TownOperation,
+    },
     snapshot::{
         self, SnapshotMeta, chunk_saga,
         saga::{self, BlobStore, SnapshotObject},
         whole::WholeReader,
     },
-    town::{TownCall, TownReply},
 };
 use std::{future::Future, time::Duration};
 
@@ -22,19 +25,20 @@ use std::{future::Future, time::Duration};
 /// Each call is atomic and serialised with every other call on the same
 /// object; calls on different objects may run in parallel.
 pub trait Objects {
-    /// Runs `call` on the agent's object.
-    fn agent(
+    /// Runs `op` on the agent's object; its reply, read as the operation
+    /// says (a reply that does not fit is a storage error).
+    fn agent<R: Send + 'static>(
         &self,
         key: &AgentKey,
-        call: AgentCall,
-    ) -> impl Future<Output = Result<AgentReply, DomainError>>;
+        op: AgentOperation<R>,
+    ) -> impl Future<Output = Result<R, DomainError>>;
 
-    /// Runs `call` on the town's object.
-    fn town(
+    /// Runs `op` on the town's object.
+    fn town<R: Send + 'static>(
         &self,
         town: &str,
-        call: TownCall,
-    ) -> impl Future<Output = Result<TownReply, DomainError>>;
+        op: TownOperation<R>,
+    ) -> impl Future<Output = Result<R, DomainError>>;
 
     /// Resolves when the agent's log may hold events past `last_seq`, or when
     /// `timeout` has passed, whichever comes first. Spurious wake-ups are
@@ -63,7 +67,7 @@ pub trait Objects {
     /// `stasis_domain::town::containers::require_current`; which calls are
     /// checked is `stasis_domain::fence::guards_agent_call` and
     /// `guards_town_call`). Snapshot steps are agent calls too
-    /// (`AgentCall::Snapshot`), so every write step of the sagas (chunk
+    /// (`operation::agent::snapshot`), so every write step of the sagas (chunk
     /// records, manifest commits, `missing`, collection) is fenced.
     fn fenced(&self, fence: Fence) -> Self
     where
@@ -193,3 +197,26 @@ pub trait Snapshots {
 /// Collection steps a destroy runs at once (each up to
 /// `snapshot::COLLECT_BATCH` chunks); later sweeps take the rest.
 const WIPE_STEPS: u32 = 4;
+
+/// The agent's object as the snapshot sagas reach it, in any runtime: each
+/// step is an agent call through [`Objects::agent`].
+pub struct AgentSnapshotObject<'a, O> {
+    objects: &'a O,
+    key: &'a AgentKey,
+}
+
+impl<'a, O> AgentSnapshotObject<'a, O> {
+    /// The agent `key` of `objects`.
+    pub fn new(objects: &'a O, key: &'a AgentKey) -> Self {
+        Self { objects, key }
+    }
+}
+
+impl<O: Objects> SnapshotObject for AgentSnapshotObject<'_, O> {
+    fn run<R: Send + 'static>(
+        &self,
+        step: SnapshotOperation<R>,
+    ) -> impl Future<Output = Result<R, DomainError>> {
+        self.objects.agent(self.key, agent_op::snapshot(step))
+    }
+}

@@ -10,7 +10,7 @@ use crate::{
 };
 use bytes::Bytes;
 use http::{HeaderMap, Method, Response, StatusCode, header};
-use stasis_domain::agent::AgentCall;
+use stasis_domain::operation::agent as op;
 
 /// Runs an admitted request on `objects` (fenced already, for a container
 /// token's write).
@@ -40,26 +40,19 @@ pub(crate) async fn dispatch<O: Objects + Snapshots>(
         Endpoint::OpenApi => reply::raw_json(StatusCode::OK, crate::openapi::document().to_vec()),
         Endpoint::Agent(key, AgentEndpoint::Events) if method == Method::POST => {
             let batch = events::parse_append(&body)?;
-            events::render(objects.agent(&key, AgentCall::AppendEvents(batch)).await?)
+            events::render_appended(&objects.agent(&key, op::append_events(batch)).await?)
         }
         Endpoint::Agent(key, AgentEndpoint::Events) => {
             let read = events::parse_read(&query, last_event_id(&headers)?)?;
-            let reply = objects
-                .agent(&key, AgentCall::ReadEvents(read.clone()))
-                .await?;
+            let first_page = objects.agent(&key, op::read_events(read.clone())).await?;
             if wants_event_stream(&headers) && method == Method::GET {
-                let stasis_domain::agent::AgentReply::Events(first_page) = reply else {
-                    return Err(ApiError::internal(
-                        "the agent answered a read with something else",
-                    ));
-                };
                 return Ok(Reply::Stream(sse::Tail {
                     key,
                     query: read,
                     first_page,
                 }));
             }
-            events::render(reply)
+            events::render_page(&first_page)
         }
         Endpoint::Agent(key, AgentEndpoint::Export) => {
             return Ok(Reply::Export(export::prepare(objects, &key).await?));

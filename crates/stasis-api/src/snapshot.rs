@@ -10,8 +10,9 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use stasis_domain::{
     DomainError, Refusal,
     ids::AgentKey,
+    operation::snapshot as snapshot_op,
     snapshot::{
-        self, Precondition, PutRequest, SnapshotCall, SnapshotMeta, chunk_saga,
+        self, Precondition, PutRequest, SnapshotMeta, chunk_saga,
         saga::{self, SnapshotObject},
         whole::{WholeReader, WholeWriter},
     },
@@ -85,10 +86,8 @@ async fn put_request<O: Objects + Snapshots>(
         clock_slack_ms: objects.snapshot_clock_slack_ms(),
     };
     if let Some(precondition) = &request.precondition {
-        let check = SnapshotCall::CheckPrecondition {
-            precondition: Some(precondition.clone()),
-        };
-        objects.snapshot_object(key).call(check).await?;
+        let check = snapshot_op::check_precondition(Some(precondition.clone()));
+        objects.snapshot_object(key).run(check).await?;
     }
     Ok(request)
 }

@@ -9,9 +9,9 @@ use crate::{Objects, error::ApiError, events::write_event};
 use bytes::Bytes;
 use futures::Stream;
 use stasis_domain::{
-    agent::{AgentCall, AgentReply},
     event_log::{ReadPage, ReadQuery},
     ids::AgentKey,
+    operation::agent as op,
 };
 use std::time::Duration;
 
@@ -72,21 +72,10 @@ pub fn stream<O: Objects + 'static>(objects: O, tail: Tail) -> impl Stream<Item 
                         let chunk = frames_of(&page);
                         return Some((chunk, (objects, key, query, next, last_output)));
                     }
-                    Step::Read => match objects
-                        .agent(&key, AgentCall::ReadEvents(query.clone()))
-                        .await
-                    {
-                        Ok(AgentReply::Events(page)) => {
+                    Step::Read => match objects.agent(&key, op::read_events(query.clone())).await {
+                        Ok(page) => {
                             query.after = page.next_after;
                             step = Step::Send(page);
-                        }
-                        Ok(_) => {
-                            let err =
-                                ApiError::internal("the agent answered a read with something else");
-                            return Some((
-                                error_frame(err),
-                                (objects, key, query, Step::Done, last_output),
-                            ));
                         }
                         Err(err) => {
                             return Some((

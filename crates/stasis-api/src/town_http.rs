@@ -15,25 +15,12 @@ use futures::future::try_join_all;
 use http::{HeaderMap, Method, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 use stasis_domain::{
-    agent::{AgentCall, AgentReply},
     ids::AgentKey,
     limits,
+    operation::{agent as agent_op, town as op},
     snapshot::SnapshotMeta,
-    town::{Registry, RegistryAgent, TownCall, TownReply, TownState},
+    town::{Registry, RegistryAgent, TownState},
 };
-
-/// Runs a town call.
-pub(crate) async fn town(
-    objects: &impl Objects,
-    town: &str,
-    call: TownCall,
-) -> Result<TownReply, ApiError> {
-    Ok(objects.town(town, call).await?)
-}
-
-pub(crate) fn unexpected(reply: &impl std::fmt::Debug) -> ApiError {
-    ApiError::internal(format!("the town answered with {reply:?}"))
-}
 
 /// The town as `GET` shows it.
 #[derive(Serialize, schemars::JsonSchema)]
@@ -45,10 +32,8 @@ pub(crate) struct StateView<'a> {
 
 /// `GET /api/towns/{town}`.
 pub async fn state(objects: &impl Objects, town_id: &str) -> Result<Response<Bytes>, ApiError> {
-    match town(objects, town_id, TownCall::GetState).await? {
-        TownReply::State(state) => Ok(reply::json(StatusCode::OK, &StateView { town_id, state })),
-        other => Err(unexpected(&other)),
-    }
+    let state = objects.town(town_id, op::get_state()).await?;
+    Ok(reply::json(StatusCode::OK, &StateView { town_id, state }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -88,21 +73,16 @@ pub async fn eviction(
         (Some(own), _) => Some(own.to_owned()),
         (None, named) => named,
     };
-    let call = TownCall::Evict {
-        container_id,
-        reason: wanted.reason,
-    };
-    match town(objects, town_id, call).await? {
-        TownReply::Evicted(outcome) => Ok(reply::json(
-            StatusCode::ACCEPTED,
-            &EvictionView {
-                draining: outcome.draining,
-                evicting_container_id: outcome.evicting_container_id,
-                already_draining: outcome.already_draining,
-            },
-        )),
-        other => Err(unexpected(&other)),
-    }
+    let evict = op::evict(container_id, wanted.reason);
+    let outcome = objects.town(town_id, evict).await?;
+    Ok(reply::json(
+        StatusCode::ACCEPTED,
+        &EvictionView {
+            draining: outcome.draining,
+            evicting_container_id: outcome.evicting_container_id,
+            already_draining: outcome.already_draining,
+        },
+    ))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -138,14 +118,8 @@ pub async fn heartbeat(
 ) -> Result<Response<Bytes>, ApiError> {
     let wanted: HeartbeatBody = body::parse_json(body)?;
     caller.check_container(&wanted.container_id)?;
-    let call = TownCall::Heartbeat {
-        container_id: wanted.container_id,
-        idempotency_key: idempotency::key(headers)?,
-    };
-    let outcome = match town(objects, town_id, call).await? {
-        TownReply::Heartbeat(outcome) => outcome,
-        other => return Err(unexpected(&other)),
-    };
+    let beat = op::heartbeat(wanted.container_id, idempotency::key(headers)?);
+    let outcome = objects.town(town_id, beat).await?;
     let pending_dispatches = try_join_all(
         outcome
             .released
@@ -184,17 +158,12 @@ pub async fn registry(
     let call = if *method == Method::PUT {
         let wanted: RegistryBody = body::parse_json(body)?;
         caller.check_container(&wanted.container_id)?;
-        TownCall::PutRegistry {
-            container_id: wanted.container_id,
-            agents: wanted.agents,
-        }
+        op::put_registry(wanted.container_id, wanted.agents)
     } else {
-        TownCall::GetRegistry
+        op::get_registry()
     };
-    match town(objects, town_id, call).await? {
-        TownReply::Registry(registry) => Ok(reply::json(StatusCode::OK, &registry)),
-        other => Err(unexpected(&other)),
-    }
+    let registry = objects.town(town_id, call).await?;
+    Ok(reply::json(StatusCode::OK, &registry))
 }
 
 /// `GET /events?after=&limit=`.
@@ -203,16 +172,14 @@ pub async fn events(
     town_id: &str,
     query: &Query,
 ) -> Result<Response<Bytes>, ApiError> {
-    let call = TownCall::ReadEvents {
-        after: query.u64("after")?.unwrap_or(0),
-        limit: query
+    let read = op::read_events(
+        query.u64("after")?.unwrap_or(0),
+        query
             .u64("limit")?
             .unwrap_or(u64::from(limits::DEFAULT_READ_LIMIT)),
-    };
-    match town(objects, town_id, call).await? {
-        TownReply::Events(page) => Ok(reply::json(StatusCode::OK, &page)),
-        other => Err(unexpected(&other)),
-    }
+    );
+    let page = objects.town(town_id, read).await?;
+    Ok(reply::json(StatusCode::OK, &page))
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -230,19 +197,11 @@ pub async fn agents<O: Objects + Snapshots>(
     objects: &O,
     town_id: &str,
 ) -> Result<Response<Bytes>, ApiError> {
-    let directory = match town(objects, town_id, TownCall::ListAgents).await? {
-        TownReply::Agents(agents) => agents,
-        other => return Err(unexpected(&other)),
-    };
+    let directory = objects.town(town_id, op::list_agents()).await?;
     let listing = try_join_all(directory.into_iter().map(|agent| async move {
         let key = AgentKey::new(town_id, &agent.rig_id, &agent.agent_id)?;
-        let last_seq = match objects
-            .agent(&key, AgentCall::ReadEvents(tail_probe()))
-            .await?
-        {
-            AgentReply::Events(page) => page.last_seq,
-            other => return Err(unexpected(&other)),
-        };
+        let probe = agent_op::read_events(tail_probe());
+        let last_seq = objects.agent(&key, probe).await?.last_seq;
         let snapshot = objects
             .snapshot_read(&key, false)
             .await?

@@ -35,9 +35,11 @@ pub mod fence;
 pub mod ids;
 pub mod json_limits;
 pub mod limits;
+pub mod operation;
 pub mod recall;
 pub mod snapshot;
 pub mod sql;
 pub mod town;
+pub mod wire;
 
 pub use error::{DomainError, FenceRefusal, Refusal};

@@ -6,10 +6,8 @@
 //! settings, CPU features), so a stale entry is never loaded.
 
 use super::{
-    bindings::{
-        event_log::EventLogComponentPre, imports::GuestImports, session::SessionComponentPre,
-    },
-    guest_state::GuestState,
+    bindings::{event_log::EventLogComponentPre, imports::GuestImports, state::StateComponentPre},
+    store_state::StoreState,
 };
 use anyhow::Context;
 use sha2::{Digest, Sha256};
@@ -24,34 +22,33 @@ use wasmtime::{
 
 const EVENT_LOG_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/stasis_event_log_component.wasm"));
-const SESSION_WASM: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/stasis_session_component.wasm"));
+const STATE_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/stasis_state_component.wasm"));
 
 /// Every component, compiled and linked, ready to instantiate per call group.
 pub struct Components {
     /// The engine every store is created on.
     pub engine: Engine,
     /// The event-log component.
-    pub event_log: EventLogComponentPre<GuestState>,
-    /// The session component (agent state and the town object).
-    pub session: SessionComponentPre<GuestState>,
+    pub event_log: EventLogComponentPre<StoreState>,
+    /// The state component (agent state and the town object).
+    pub state: StateComponentPre<StoreState>,
 }
 
 impl Components {
     /// Compiles (or loads from `cache_dir`) and links every component.
     pub fn load(cache_dir: &Path) -> anyhow::Result<Self> {
         let engine = Engine::new(&engine_config())?;
-        let mut linker = Linker::<GuestState>::new(&engine);
+        let mut linker = Linker::<StoreState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        GuestImports::add_to_linker::<_, HasSelf<GuestState>>(&mut linker, |state| state)?;
+        GuestImports::add_to_linker::<_, HasSelf<StoreState>>(&mut linker, |state| state)?;
         let component = load_cached(&engine, cache_dir, "event-log", EVENT_LOG_WASM)?;
         let event_log = EventLogComponentPre::new(linker.instantiate_pre(&component)?)?;
-        let component = load_cached(&engine, cache_dir, "session", SESSION_WASM)?;
-        let session = SessionComponentPre::new(linker.instantiate_pre(&component)?)?;
+        let component = load_cached(&engine, cache_dir, "state", STATE_WASM)?;
+        let state = StateComponentPre::new(linker.instantiate_pre(&component)?)?;
         Ok(Self {
             engine,
             event_log,
-            session,
+            state,
         })
     }
 }

@@ -1,10 +1,9 @@
 //! The components, the objects they run on, and the port over them.
 
 pub mod bindings;
-pub mod calls;
+mod calls;
 pub mod components;
-pub mod event_log_calls;
-pub mod guest_state;
+pub mod conversions;
 pub mod kv_batch;
 pub mod kv_folder;
 pub mod object;
@@ -12,8 +11,8 @@ mod object_metrics;
 pub mod objects;
 pub mod open_objects;
 pub mod readiness;
-pub mod session_calls;
 pub mod snapshot_ports;
+pub mod store_state;
 
 pub use objects::HostObjects;
 

@@ -14,22 +14,19 @@
 //! back together (`stasis_domain::fence`).
 
 use super::{
-    bindings::{event_log::EventLogComponent, session::SessionComponent},
-    calls::{ObjectAnswer, ObjectCall},
+    calls::{self, Call, Instances, Job, Pending, Ran, answered},
     components::Components,
-    event_log_calls,
-    guest_state::GuestState,
-    kv_folder::KvFolder,
-    object_metrics, session_calls,
+    object_metrics,
+    store_state::StoreState,
 };
 use crate::metrics::Metrics;
 use rusqlite::Connection;
 use stasis_domain::{
     DomainError,
-    agent::{AgentReply, ObjectEnv},
+    agent::{AgentCall, AgentReply, ObjectEnv},
     event_log as log,
-    fence::{self, Fence},
-    town,
+    fence::Fence,
+    town::{TownCall, TownReply},
 };
 use stasis_sqlite::{Durability, SqliteStore};
 use std::{
@@ -39,21 +36,6 @@ use std::{
 };
 use tokio::sync::{oneshot, watch};
 use wasmtime::Store;
-
-/// A queued call and where its answer goes.
-struct Job {
-    call: ObjectCall,
-    env: ObjectEnv,
-    fence: Option<Arc<Fence>>,
-    reply: oneshot::Sender<Result<ObjectAnswer, DomainError>>,
-}
-
-/// The component instances of one call group, made on first use.
-#[derive(Default)]
-struct Instances {
-    event_log: Option<EventLogComponent>,
-    session: Option<SessionComponent>,
-}
 
 /// Which tables an object's database holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +59,6 @@ pub struct Object {
     kind: ObjectKind,
     path: PathBuf,
     durability: Durability,
-    kv: Arc<KvFolder>,
     queue: Mutex<Queue>,
     last_seq: watch::Sender<u64>,
     metrics: Arc<Metrics>,
@@ -89,14 +70,12 @@ impl Object {
         kind: ObjectKind,
         path: PathBuf,
         durability: Durability,
-        kv: Arc<KvFolder>,
         metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             kind,
             path,
             durability,
-            kv,
             queue: Mutex::new(Queue::default()),
             last_seq: watch::Sender::new(0),
             metrics,
@@ -108,24 +87,41 @@ impl Object {
         self.last_seq.subscribe()
     }
 
-    /// Queues `call` (fenced by `fence` when it changes the object) and
-    /// waits for its committed answer.
-    pub async fn call(
+    /// Queues an agent call (fenced by `fence` when it changes the agent)
+    /// and waits for its committed answer.
+    pub async fn agent(
         self: &Arc<Self>,
         components: &Arc<Components>,
-        call: ObjectCall,
+        call: AgentCall,
         env: ObjectEnv,
         fence: Option<Arc<Fence>>,
-    ) -> Result<ObjectAnswer, DomainError> {
+    ) -> Result<AgentReply, DomainError> {
         let (reply, answer) = oneshot::channel();
+        let call = Call::Agent(Pending { call, reply });
+        self.enqueue(components, Job { call, env, fence });
+        answered(answer.await)
+    }
+
+    /// Queues a town call (fenced by `fence` when it changes the town) and
+    /// waits for its committed answer.
+    pub async fn town(
+        self: &Arc<Self>,
+        components: &Arc<Components>,
+        call: TownCall,
+        env: ObjectEnv,
+        fence: Option<Arc<Fence>>,
+    ) -> Result<TownReply, DomainError> {
+        let (reply, answer) = oneshot::channel();
+        let call = Call::Town(Pending { call, reply });
+        self.enqueue(components, Job { call, env, fence });
+        answered(answer.await)
+    }
+
+    /// Queues `job`, starting a worker unless one is draining the queue.
+    fn enqueue(self: &Arc<Self>, components: &Arc<Components>, job: Job) {
         let start_worker = {
             let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-            queue.jobs.push(Job {
-                call,
-                env,
-                fence,
-                reply,
-            });
+            queue.jobs.push(job);
             self.metrics
                 .queue_depth
                 .get_or_create(&crate::metrics::kind(object_metrics::kind_label(self.kind)))
@@ -137,9 +133,6 @@ impl Object {
             let components = Arc::clone(components);
             tokio::task::spawn_blocking(move || object.drain_through_panics(&components));
         }
-        answer.await.map_err(|_| {
-            DomainError::Storage("the object's worker stopped before answering".into())
-        })?
     }
 
     /// [`Object::drain`], started again after a panic: the group that
@@ -175,7 +168,7 @@ impl Object {
                 Ok(open) => self.run_group(components, open, jobs),
                 Err(err) => {
                     for job in jobs {
-                        let _ = job.reply.send(Err(err.clone()));
+                        job.refused(&err).send();
                     }
                     self.open_db()
                 }
@@ -230,52 +223,49 @@ impl Object {
         &self,
         components: &Components,
         db: SqliteStore,
-        mut jobs: Vec<Job>,
+        jobs: Vec<Job>,
     ) -> Result<SqliteStore, DomainError> {
         let started = std::time::Instant::now();
-        let mut store = Store::new(
-            &components.engine,
-            GuestState::new(db, Arc::clone(&self.kv)),
-        );
-        let mut results = Vec::with_capacity(jobs.len());
+        let mut store = Store::new(&components.engine, StoreState::new(db));
+        let calls = jobs.len();
         let began = begin(store.data().connection());
         let mut instances = Instances::default();
-        for job in jobs.iter_mut() {
-            let result = match &began {
-                Ok(()) => self.run_one(components, &mut store, &mut instances, job),
-                Err(err) => Err(err.clone()),
-            };
-            results.push(result);
+        let mut ran = Vec::with_capacity(calls);
+        for job in jobs {
+            ran.push(match &began {
+                Ok(()) => calls::run(components, &mut store, &mut instances, job),
+                Err(err) => job.refused(err),
+            });
         }
         let commit_started = std::time::Instant::now();
         let committed = began.and_then(|()| finish(store.data().connection(), Ok(())));
         if committed.is_ok() {
             let commit = commit_started.elapsed();
-            object_metrics::group_committed(&self.metrics, self.kind, jobs.len(), commit);
-        }
-        // KV deletes wait for the commit: until then the metadata that the
-        // database would return to after a crash may still name those keys.
-        let deletes = store.data_mut().take_deferred_deletes();
-        if committed.is_ok() {
-            self.kv.delete_all(&deletes);
+            object_metrics::group_committed(&self.metrics, self.kind, calls, commit);
         }
         tracing::debug!(
             object = %self.path.display(),
-            calls = jobs.len(),
+            calls,
             elapsed_us = started.elapsed().as_micros(),
             "call group committed"
         );
         let mut newest = None;
-        for (job, result) in jobs.into_iter().zip(results) {
-            let result = match (&committed, result) {
-                (Err(err), Ok(_)) => Err(err.clone()),
-                (_, result) => result,
-            };
-            if let Ok(ObjectAnswer::Agent(AgentReply::Appended(outcome))) = &result {
-                newest = newest.max(Some(outcome.last_seq));
+        for ran in ran {
+            match ran {
+                Ran::Agent(mut answer) => {
+                    answer.settle(&committed);
+                    if let Ok(AgentReply::Appended(outcome)) = &answer.result {
+                        newest = newest.max(Some(outcome.last_seq));
+                    }
+                    object_metrics::agent_answered(&self.metrics, &answer.result);
+                    answer.send();
+                }
+                Ran::Town(mut answer) => {
+                    answer.settle(&committed);
+                    object_metrics::town_answered(&self.metrics, &self.path, &answer.result);
+                    answer.send();
+                }
             }
-            object_metrics::answered(&self.metrics, &self.path, &result);
-            let _ = job.reply.send(result);
         }
         if let Some(seq) = newest {
             self.last_seq.send_if_modified(|current| {
@@ -286,96 +276,6 @@ impl Object {
         }
         Ok(store.into_data().db)
     }
-
-    /// Runs one call inside its own savepoint.
-    fn run_one(
-        &self,
-        components: &Components,
-        store: &mut Store<GuestState>,
-        instances: &mut Instances,
-        job: &mut Job,
-    ) -> Result<ObjectAnswer, DomainError> {
-        let savepoint = Savepoint::open(store.data().connection())?;
-        let deletes_mark = store.data().deferred_mark();
-        let result = match check_fence(&store.data().db, job) {
-            Err(refused) => Err(refused),
-            Ok(()) => self.run_component(components, store, instances, job),
-        };
-        if result.is_err() {
-            // A trap leaves an instance unusable; take fresh ones next.
-            if matches!(result, Err(DomainError::Storage(_))) {
-                *instances = Instances::default();
-            }
-            store.data_mut().forget_deletes_since(deletes_mark);
-            savepoint.rollback(store.data().connection())?;
-        } else {
-            savepoint.release(store.data().connection())?;
-        }
-        result
-    }
-
-    /// Runs one call in the component that answers it.
-    fn run_component(
-        &self,
-        components: &Components,
-        store: &mut Store<GuestState>,
-        instances: &mut Instances,
-        job: &mut Job,
-    ) -> Result<ObjectAnswer, DomainError> {
-        match &mut job.call {
-            ObjectCall::Agent(call) if event_log_calls::answers(call) => {
-                let guest = instance(&mut instances.event_log, "event-log", || {
-                    components.event_log.instantiate(&mut *store)
-                })?;
-                event_log_calls::call(guest, store, call, &job.env).map(ObjectAnswer::Agent)
-            }
-            ObjectCall::Agent(call) => {
-                let guest = instance(&mut instances.session, "session", || {
-                    components.session.instantiate(&mut *store)
-                })?;
-                session_calls::agent(guest, store, call, &job.env).map(ObjectAnswer::Agent)
-            }
-            ObjectCall::Town(call) => {
-                let guest = instance(&mut instances.session, "session", || {
-                    components.session.instantiate(&mut *store)
-                })?;
-                session_calls::town(guest, store, call, &job.env).map(ObjectAnswer::Town)
-            }
-        }
-    }
-}
-
-/// Checks a fenced call against the object's database: an agent call that
-/// changes the agent must not be older than the newest container that
-/// wrote to it; a town call that changes the town needs its container to
-/// hold the town. Snapshot steps are agent calls, so the sagas' writes are
-/// checked here too.
-fn check_fence(db: &stasis_sqlite::SqliteStore, job: &Job) -> Result<(), DomainError> {
-    let Some(fence) = &job.fence else {
-        return Ok(());
-    };
-    match &job.call {
-        ObjectCall::Agent(call) if fence::guards_agent_call(call) => fence::admit(db, fence),
-        ObjectCall::Town(call) if fence::guards_town_call(call) => {
-            town::containers::require_current(db, fence)
-        }
-        _ => Ok(()),
-    }
-}
-
-/// The group's instance of a component, instantiated on first use.
-fn instance<'a, T>(
-    slot: &'a mut Option<T>,
-    name: &str,
-    make: impl FnOnce() -> wasmtime::Result<T>,
-) -> Result<&'a T, DomainError> {
-    if slot.is_none() {
-        *slot = Some(make().map_err(|err| {
-            DomainError::Storage(format!("instantiating the {name} component: {err:#}"))
-        })?);
-    }
-    slot.as_ref()
-        .ok_or_else(|| DomainError::Storage(format!("the {name} instance vanished")))
 }
 
 /// Starts the group's write transaction.
@@ -392,25 +292,6 @@ fn finish<T>(conn: &Connection, outcome: Result<T, DomainError>) -> Result<T, Do
         let _ = conn.execute_batch("ROLLBACK");
     }
     committed
-}
-
-/// One call's savepoint inside the group's transaction.
-struct Savepoint;
-
-impl Savepoint {
-    fn open(conn: &Connection) -> Result<Self, DomainError> {
-        conn.execute_batch("SAVEPOINT call").map_err(sqlite)?;
-        Ok(Self)
-    }
-
-    fn release(self, conn: &Connection) -> Result<(), DomainError> {
-        conn.execute_batch("RELEASE call").map_err(sqlite)
-    }
-
-    fn rollback(self, conn: &Connection) -> Result<(), DomainError> {
-        conn.execute_batch("ROLLBACK TO call; RELEASE call")
-            .map_err(sqlite)
-    }
 }
 
 fn sqlite(err: rusqlite::Error) -> DomainError {

@@ -1,7 +1,7 @@
 //! What an object's committed calls tell the metrics: appends and their
 //! events, and whether a town is draining.
 
-use super::{calls::ObjectAnswer, object::ObjectKind};
+use super::object::ObjectKind;
 use crate::metrics::{Metrics, kind};
 use stasis_domain::{DomainError, agent::AgentReply, town::TownReply};
 use std::{path::Path, time::Duration};
@@ -27,23 +27,26 @@ pub fn group_committed(metrics: &Metrics, object: ObjectKind, calls: usize, comm
         .observe(commit.as_secs_f64());
 }
 
-/// Records what one committed call answered.
-pub fn answered(metrics: &Metrics, object: &Path, answer: &Result<ObjectAnswer, DomainError>) {
-    match answer {
-        Ok(ObjectAnswer::Agent(AgentReply::Appended(outcome))) if !outcome.duplicate => {
-            metrics.appends.inc();
-            let events = outcome.last_seq.saturating_sub(outcome.first_seq) + 1;
-            metrics.events_appended.inc_by(events);
-        }
-        Ok(ObjectAnswer::Town(TownReply::Evicted(outcome))) => {
-            metrics.town_draining(object, outcome.draining);
-        }
-        Ok(ObjectAnswer::Town(TownReply::Heartbeat(outcome))) => {
-            metrics.town_draining(object, outcome.draining);
-        }
-        Ok(ObjectAnswer::Town(TownReply::State(state))) => {
-            metrics.town_draining(object, state.draining);
-        }
-        _ => {}
+/// Records what one committed agent call answered: appends and their
+/// events.
+pub fn agent_answered(metrics: &Metrics, answer: &Result<AgentReply, DomainError>) {
+    if let Ok(AgentReply::Appended(outcome)) = answer
+        && !outcome.duplicate
+    {
+        metrics.appends.inc();
+        let events = outcome.last_seq.saturating_sub(outcome.first_seq) + 1;
+        metrics.events_appended.inc_by(events);
     }
+}
+
+/// Records what one committed town call answered: whether the town is
+/// draining.
+pub fn town_answered(metrics: &Metrics, object: &Path, answer: &Result<TownReply, DomainError>) {
+    let draining = match answer {
+        Ok(TownReply::Evicted(outcome)) => outcome.draining,
+        Ok(TownReply::Heartbeat(outcome)) => outcome.draining,
+        Ok(TownReply::State(state)) => state.draining,
+        _ => return,
+    };
+    metrics.town_draining(object, draining);
 }

@@ -1,22 +1,21 @@
 //! The host's [`Objects`] port: the agent and town objects of a data folder.
 
 use super::{
-    calls::{ObjectAnswer, ObjectCall},
     components::Components,
     kv_folder::KvFolder,
     object::{Object, ObjectKind},
     open_objects::{ObjectKey, OpenObjects},
     readiness::Readiness,
-    snapshot_ports::{HostAgentObject, HostBlobs},
+    snapshot_ports::HostBlobs,
 };
 use crate::{config::ServeConfig, metrics::Metrics};
-use stasis_api::{Objects, Snapshots};
+use stasis_api::{AgentSnapshotObject, Objects, Snapshots};
 use stasis_domain::{
     DomainError,
-    agent::{AgentCall, AgentReply, ObjectEnv},
+    agent::ObjectEnv,
     fence::Fence,
     ids::AgentKey,
-    town::{TownCall, TownReply},
+    operation::{agent::AgentOperation, town::TownOperation},
 };
 use stasis_sqlite::Durability;
 use std::{
@@ -128,7 +127,6 @@ impl HostObjects {
             kind,
             path,
             self.inner.durability,
-            Arc::clone(&self.inner.kv),
             Arc::clone(&self.inner.metrics),
         )
     }
@@ -149,36 +147,34 @@ impl HostObjects {
 }
 
 impl Objects for HostObjects {
-    async fn agent(&self, key: &AgentKey, call: AgentCall) -> Result<AgentReply, DomainError> {
-        match self
-            .agent_object(key)
-            .call(
-                &self.inner.components,
-                ObjectCall::Agent(call),
-                self.env(),
-                self.fence.clone(),
-            )
-            .await?
-        {
-            ObjectAnswer::Agent(reply) => Ok(reply),
-            _ => Err(mismatch()),
-        }
+    async fn agent<R: Send + 'static>(
+        &self,
+        key: &AgentKey,
+        op: AgentOperation<R>,
+    ) -> Result<R, DomainError> {
+        let (call, answer) = op.split();
+        let (components, env) = (&self.inner.components, self.env());
+        let object = self.agent_object(key);
+        answer.read(
+            object
+                .agent(components, call, env, self.fence.clone())
+                .await?,
+        )
     }
 
-    async fn town(&self, town: &str, call: TownCall) -> Result<TownReply, DomainError> {
-        match self
-            .town_object(town)
-            .call(
-                &self.inner.components,
-                ObjectCall::Town(call),
-                self.env(),
-                self.fence.clone(),
-            )
-            .await?
-        {
-            ObjectAnswer::Town(reply) => Ok(reply),
-            _ => Err(mismatch()),
-        }
+    async fn town<R: Send + 'static>(
+        &self,
+        town: &str,
+        op: TownOperation<R>,
+    ) -> Result<R, DomainError> {
+        let (call, answer) = op.split();
+        let (components, env) = (&self.inner.components, self.env());
+        let object = self.town_object(town);
+        answer.read(
+            object
+                .town(components, call, env, self.fence.clone())
+                .await?,
+        )
     }
 
     /// The tail holds the object while it waits, so that the object (and
@@ -208,11 +204,11 @@ impl Objects for HostObjects {
 }
 
 impl Snapshots for HostObjects {
-    type Object<'a> = HostAgentObject<'a>;
+    type Object<'a> = AgentSnapshotObject<'a, Self>;
     type Blobs = HostBlobs;
 
-    fn snapshot_object<'a>(&'a self, key: &'a AgentKey) -> HostAgentObject<'a> {
-        HostAgentObject { objects: self, key }
+    fn snapshot_object<'a>(&'a self, key: &'a AgentKey) -> Self::Object<'a> {
+        AgentSnapshotObject::new(self, key)
     }
 
     fn snapshot_blobs(&self) -> Result<HostBlobs, DomainError> {
@@ -235,8 +231,4 @@ impl Snapshots for HostObjects {
     fn snapshot_clock_slack_ms(&self) -> i64 {
         0
     }
-}
-
-fn mismatch() -> DomainError {
-    DomainError::Storage("an object answered with the wrong kind of reply".into())
 }

@@ -155,7 +155,7 @@ fn close(objects: Vec<Arc<Object>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::{kv_folder::KvFolder, object::ObjectKind};
+    use crate::runtime::object::ObjectKind;
     use stasis_sqlite::Durability;
 
     fn limits(max_open: usize, idle_ms: u64) -> ObjectLimits {
@@ -170,12 +170,10 @@ mod tests {
     }
 
     fn object() -> Object {
-        let kv = Arc::new(KvFolder::new("/nonexistent".into(), Durability::Os));
         Object::new(
             ObjectKind::Town,
             "/nonexistent/t.sqlite".into(),
             Durability::Os,
-            kv,
             Arc::default(),
         )
     }

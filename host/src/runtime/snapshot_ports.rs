@@ -1,5 +1,6 @@
-//! The host's two snapshot ports: the agent's object (snapshot calls run by
-//! the session component, like every agent call) and the KV folder. The
+//! The host's KV folder as the snapshot sagas' blob store (their other
+//! port, the agent's object, is `stasis_api::AgentSnapshotObject`: snapshot
+//! steps run in the session component like every agent call). The
 //! domain's snapshot sagas run over them in the host process, so snapshot
 //! bytes never enter a guest and are hashed natively (`sha2`, which uses
 //! the CPU's SHA extensions where it has them).
@@ -7,42 +8,12 @@
 use super::{
     kv_batch::Staged,
     kv_folder::{BucketHandle, KvError, KvFolder},
-    objects::HostObjects,
 };
-use stasis_api::Objects;
 use stasis_domain::{
     DomainError,
-    agent::{AgentCall, AgentReply},
-    ids::AgentKey,
-    snapshot::{
-        KV_BUCKET, SnapshotCall, SnapshotReply,
-        saga::{BlobStore, SnapshotObject},
-    },
+    snapshot::{KV_BUCKET, saga::BlobStore},
 };
 use std::sync::{Arc, Mutex, PoisonError};
-
-/// An agent's object, as the snapshot sagas reach it.
-pub struct HostAgentObject<'a> {
-    /// The host's objects.
-    pub objects: &'a HostObjects,
-    /// Which agent.
-    pub key: &'a AgentKey,
-}
-
-impl SnapshotObject for HostAgentObject<'_> {
-    async fn call(&self, call: SnapshotCall) -> Result<SnapshotReply, DomainError> {
-        match self
-            .objects
-            .agent(self.key, AgentCall::Snapshot(call))
-            .await?
-        {
-            AgentReply::Snapshot(reply) => Ok(reply),
-            other => Err(DomainError::Storage(format!(
-                "the agent object answered a snapshot step with {other:?}"
-            ))),
-        }
-    }
-}
 
 /// The snapshots bucket of the KV folder; each operation runs on a
 /// blocking thread (files are written and fsynced). Values written in a

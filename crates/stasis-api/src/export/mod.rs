@@ -24,17 +24,17 @@
 mod render;
 mod snapshot_part;
 
-use crate::{Objects, Snapshots, agent_http::state, error::ApiError};
+use crate::{Objects, Snapshots, error::ApiError};
 use bytes::Bytes;
 use futures::{Stream, TryStreamExt as _, future::Either};
 use render::{Render, events_page};
 use stasis_domain::{
     DomainError,
-    agent::{AgentCall, AgentReply},
-    agent_state::{ExportHead, StateCall, StateReply},
+    agent_state::ExportHead,
     event_log::{ReadPage, ReadQuery},
     ids::AgentKey,
     limits,
+    operation::agent as op,
     snapshot::{self, chunk_saga, whole::WholeReader},
 };
 
@@ -49,15 +49,11 @@ pub struct Export {
 
 /// Reads what the export writes first; errors here are still answers.
 pub async fn prepare(objects: &impl Objects, key: &AgentKey) -> Result<Export, ApiError> {
-    match state(objects, key, StateCall::ExportHead).await? {
-        StateReply::ExportHead(head) => Ok(Export {
-            key: key.clone(),
-            head,
-        }),
-        other => Err(ApiError::internal(format!(
-            "an export head answered {other:?}"
-        ))),
-    }
+    let head = objects.agent(key, op::export_head()).await?;
+    Ok(Export {
+        key: key.clone(),
+        head,
+    })
 }
 
 /// Where the body is.
@@ -133,10 +129,8 @@ impl<O: Objects + Snapshots> Exporter<O> {
     }
 
     async fn sessions(&mut self, after: Option<String>) -> Result<(String, Part), ApiError> {
-        let page = match self.call(StateCall::ExportSessions { after }).await? {
-            StateReply::SessionPage(page) => page,
-            other => return Err(unexpected(&other)),
-        };
+        let read = op::export_sessions(after);
+        let page = self.objects.agent(&self.export.key, read).await?;
         let mut chunk = self.render.items(&page.items)?;
         let next = match page.next {
             Some(next) => Part::Sessions(Some(next)),
@@ -181,10 +175,9 @@ impl<O: Objects + Snapshots> Exporter<O> {
         let mut query = ReadQuery::after(after);
         query.limit = limits::MAX_READ_LIMIT;
         for _ in 0..2 {
-            let read = AgentCall::ReadEvents(query.clone());
+            let read = op::read_events(query.clone());
             match self.objects.agent(&self.export.key, read).await {
-                Ok(AgentReply::Events(page)) => return Ok(page),
-                Ok(other) => return Err(unexpected(&other)),
+                Ok(page) => return Ok(page),
                 Err(DomainError::CursorExpired { first_seq }) => {
                     query.after = first_seq.saturating_sub(1);
                 }
@@ -197,10 +190,8 @@ impl<O: Objects + Snapshots> Exporter<O> {
     }
 
     async fn memory(&mut self, after: Option<String>) -> Result<(String, Part), ApiError> {
-        let page = match self.call(StateCall::ExportMemory { after }).await? {
-            StateReply::MemoryPage(page) => page,
-            other => return Err(unexpected(&other)),
-        };
+        let read = op::export_memory(after);
+        let page = self.objects.agent(&self.export.key, read).await?;
         let mut chunk = self.render.items(&page.items)?;
         let next = match page.next {
             Some(next) => Part::Memory(Some(next)),
@@ -223,12 +214,4 @@ impl<O: Objects + Snapshots> Exporter<O> {
             None => Ok((Render::no_snapshot(), Part::Done)),
         }
     }
-
-    async fn call(&self, call: StateCall) -> Result<StateReply, ApiError> {
-        state(&self.objects, &self.export.key, call).await
-    }
-}
-
-fn unexpected(reply: &impl std::fmt::Debug) -> ApiError {
-    ApiError::internal(format!("an export read answered {reply:?}"))
 }

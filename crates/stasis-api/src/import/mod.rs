@@ -27,7 +27,7 @@ mod snapshot_part;
 #[cfg(test)]
 mod tests;
 
-use crate::{Objects, Snapshots, agent_http::state, error::ApiError, query::Query, reply};
+use crate::{Objects, Snapshots, error::ApiError, query::Query, reply};
 use batch::Batch;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -36,12 +36,9 @@ use reader::{Item, ManifestReader};
 use request::ImportRequest;
 use snapshot_part::SnapshotHead;
 use stasis_domain::{
-    agent_state::{
-        ImportBatch, ImportCall, ImportProgress, ImportReply, ImportSummary, StateCall, StateReply,
-        check_format,
-    },
+    agent_state::{ImportBatch, ImportProgress, ImportSummary, check_format},
     ids::AgentKey,
-    town::TownCall,
+    operation::{agent as op, town as town_op},
 };
 
 /// Runs `PUT /import` over `body`, chunk by chunk.
@@ -56,10 +53,7 @@ where
     S: Stream<Item = Result<Bytes, ApiError>>,
 {
     let request = ImportRequest::parse(query)?;
-    let ticket = match step(objects, key, request.opening()).await? {
-        ImportReply::Ticket(ticket) => ticket,
-        other => return Err(unexpected(&other)),
-    };
+    let ticket = objects.agent(key, request.opening()).await?;
     let mut import = Importer {
         objects,
         key,
@@ -115,13 +109,8 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
         self.flush().await?;
         match request.part_only() {
             Some((import_id, part)) => {
-                let end = ImportCall::EndPart {
-                    ticket: self.ticket,
-                };
-                let staged = match step(self.objects, self.key, end).await? {
-                    ImportReply::Staged(progress) => progress,
-                    other => return Err(unexpected(&other)),
-                };
+                let end = op::import_end_part(self.ticket);
+                let staged = self.objects.agent(self.key, end).await?;
                 let accepted = PartAccepted {
                     import_id,
                     part,
@@ -186,14 +175,9 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
     }
 
     async fn stage(&self, batch: ImportBatch) -> Result<(), ApiError> {
-        let call = ImportCall::Stage {
-            ticket: self.ticket,
-            batch,
-        };
-        match step(self.objects, self.key, call).await? {
-            ImportReply::Staged(_) => Ok(()),
-            other => Err(unexpected(&other)),
-        }
+        let call = op::import_stage(self.ticket, batch);
+        self.objects.agent(self.key, call).await?;
+        Ok(())
     }
 
     /// Writes the snapshot's next bytes.
@@ -234,24 +218,26 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
     /// the one-mayor rule may refuse), then one call swaps it in.
     async fn commit(&self) -> Result<ImportSummary, ApiError> {
         let ticket = self.ticket;
-        let role = match step(self.objects, self.key, ImportCall::Check { ticket }).await? {
-            ImportReply::Checked(checked) => checked.role,
-            other => return Err(unexpected(&other)),
-        };
+        let checked = self
+            .objects
+            .agent(self.key, op::import_check(ticket))
+            .await?;
         let (rig_id, agent_id) = (self.key.rig.clone(), self.key.agent.clone());
-        let town_call = match role {
-            Some(role) => TownCall::RegisterAgent {
-                rig_id,
-                agent_id,
-                role,
-            },
-            None => TownCall::ForgetAgent { rig_id, agent_id },
-        };
-        self.objects.town(&self.key.town, town_call).await?;
-        let summary = match step(self.objects, self.key, ImportCall::Commit { ticket }).await? {
-            ImportReply::Committed(summary) => summary,
-            other => return Err(unexpected(&other)),
-        };
+        let town = &self.key.town;
+        match checked.role {
+            Some(role) => {
+                let register = town_op::register_agent(rig_id, agent_id, role);
+                self.objects.town(town, register).await?;
+            }
+            None => {
+                let forget = town_op::forget_agent(rig_id, agent_id);
+                self.objects.town(town, forget).await?;
+            }
+        }
+        let summary = self
+            .objects
+            .agent(self.key, op::import_commit(ticket))
+            .await?;
         // The superseded snapshot's KV key; a failure leaves it to a later
         // sweep.
         let _ = self.objects.snapshot_sweep(self.key).await;
@@ -264,25 +250,10 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
         if let Some(incoming) = &self.snapshot {
             incoming.abandon(self.objects, self.key).await;
         }
-        let abort = ImportCall::Abort {
-            ticket: self.ticket,
-        };
-        let _ = step(self.objects, self.key, abort).await;
+        let _ = self
+            .objects
+            .agent(self.key, op::import_abort(self.ticket))
+            .await;
         let _ = self.objects.snapshot_sweep(self.key).await;
     }
-}
-
-async fn step(
-    objects: &impl Objects,
-    key: &AgentKey,
-    call: ImportCall,
-) -> Result<ImportReply, ApiError> {
-    match state(objects, key, StateCall::Import(call)).await? {
-        StateReply::Import(reply) => Ok(reply),
-        other => Err(unexpected(&other)),
-    }
-}
-
-fn unexpected(reply: &impl std::fmt::Debug) -> ApiError {
-    ApiError::internal(format!("an import step answered {reply:?}"))
 }

@@ -2,7 +2,7 @@
 //! part `part` of import `import_id`, the last one with `commit=true`.
 
 use crate::{error::ApiError, query::Query};
-use stasis_domain::agent_state::ImportCall;
+use stasis_domain::operation::agent::{self as op, AgentOperation};
 
 /// The query parameters of `PUT /import`.
 #[derive(Debug, PartialEq, Eq)]
@@ -47,16 +47,11 @@ impl ImportRequest {
 
     /// The call that opens this request's share of the import: part 1 (or
     /// a whole manifest) begins one, a later part resumes it.
-    pub fn opening(&self) -> ImportCall {
+    pub fn opening(&self) -> AgentOperation<u64> {
         match &self.part {
-            None => ImportCall::Begin { import_id: None },
-            Some((import_id, 1)) => ImportCall::Begin {
-                import_id: Some(import_id.clone()),
-            },
-            Some((import_id, part)) => ImportCall::Resume {
-                import_id: import_id.clone(),
-                part: *part,
-            },
+            None => op::import_begin(None),
+            Some((import_id, 1)) => op::import_begin(Some(import_id.clone())),
+            Some((import_id, part)) => op::import_resume(import_id.clone(), *part),
         }
     }
 

@@ -10,8 +10,9 @@ use super::{input::invalid, snapshot_part::SnapshotHead};
 use crate::{Objects, Snapshots, error::ApiError};
 use stasis_domain::{
     ids::AgentKey,
+    operation::snapshot as snapshot_op,
     snapshot::{
-        self, PutRequest, SnapshotCall, StagedSnapshot,
+        self, PutRequest, StagedSnapshot,
         saga::{BlobStore, SHA256_MISMATCH, SnapshotObject},
         whole::WholeWriter,
     },
@@ -106,8 +107,8 @@ impl<B: BlobStore> Incoming<B> {
 /// Gives a staged snapshot's version up (its staging was refused); best
 /// effort, since the next import or sweep drops it anyway.
 pub(super) async fn abandon<O: Snapshots>(objects: &O, key: &AgentKey, version: u64) {
-    let call = SnapshotCall::Abandon { version };
-    let _ = objects.snapshot_object(key).call(call).await;
+    let step = snapshot_op::abandon(version);
+    let _ = objects.snapshot_object(key).run(step).await;
 }
 
 /// 413 `snapshot_too_large` with `limit` for a size past it.

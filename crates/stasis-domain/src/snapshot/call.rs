@@ -1,7 +1,9 @@
 //! The calls the agent object answers for snapshots, as data (the edge
 //! sends them to the agent's Durable Object as JSON).
 
-use super::{Precondition, SnapshotMeta, chunk_calls, manifest::Manifest, rules, wire_bytes};
+use super::{
+    Precondition, SnapshotMeta, chunk_calls, chunk_table, manifest::Manifest, rules, wire_bytes,
+};
 use crate::{DomainError, agent::ObjectEnv, sql::SqlStore};
 use serde::{Deserialize, Serialize};
 
@@ -208,6 +210,7 @@ pub fn execute(
     call: &SnapshotCall,
     env: &ObjectEnv,
 ) -> Result<SnapshotReply, DomainError> {
+    let now = env.now_ms;
     Ok(match call {
         SnapshotCall::Reserve {
             size,
@@ -287,8 +290,85 @@ pub fn execute(
         SnapshotCall::Remove => SnapshotReply::Removed(rules::remove(store)?),
         SnapshotCall::KeysInUse => SnapshotReply::Keys(rules::keys_in_use(store, env.now_ms)?),
         SnapshotCall::Wipe => SnapshotReply::Keys(rules::wipe(store)?),
-        other => chunk_calls::execute(store, other, env)?,
+        SnapshotCall::CheckPrecondition { precondition } => {
+            rules::check_precondition(store, precondition.as_ref())?;
+            SnapshotReply::Done
+        }
+        SnapshotCall::Missing {
+            chunks,
+            pending_ttl_ms,
+        } => SnapshotReply::Chunks(chunk_calls::missing(store, chunks, *pending_ttl_ms, now)?),
+        SnapshotCall::RecordChunks {
+            chunks,
+            started_at,
+            pending_ttl_ms,
+            clock_slack_ms,
+        } => {
+            let times = upload_times(now, *started_at, *pending_ttl_ms, *clock_slack_ms);
+            SnapshotReply::Recorded(chunk_calls::record(store, chunks, times)?)
+        }
+        SnapshotCall::ImportReserve {
+            chunk_size,
+            pending_ttl_ms,
+        } => SnapshotReply::Reserved(chunk_calls::import_reserve(
+            store,
+            *chunk_size,
+            *pending_ttl_ms,
+            now,
+        )?),
+        SnapshotCall::ImportRecord {
+            version,
+            chunks,
+            started_at,
+            pending_ttl_ms,
+            clock_slack_ms,
+        } => {
+            let times = upload_times(now, *started_at, *pending_ttl_ms, *clock_slack_ms);
+            SnapshotReply::Recorded(chunk_calls::import_record(store, *version, chunks, times)?)
+        }
+        SnapshotCall::CommitManifest {
+            manifest,
+            precondition,
+            event_watermark,
+            limit,
+        } => {
+            rules::check_size(manifest.size, *limit)?;
+            rules::check_precondition(store, precondition.as_ref())?;
+            let committed = chunk_calls::commit(store, manifest, *event_watermark, now)?;
+            SnapshotReply::Committed(committed)
+        }
+        SnapshotCall::Plan { with_inline } => {
+            SnapshotReply::Planned(chunk_calls::plan(store, *with_inline)?)
+        }
+        SnapshotCall::ChunkSource { chunk } => {
+            SnapshotReply::ChunkAt(chunk_calls::source(store, chunk)?)
+        }
+        SnapshotCall::CollectTake { limit } => {
+            SnapshotReply::Chunks(chunk_calls::collect_take(store, *limit, now)?)
+        }
+        SnapshotCall::CollectDone { chunks } => {
+            chunk_calls::collect_done(store, chunks, now)?;
+            SnapshotReply::Done
+        }
+        SnapshotCall::ClaimOrphans { chunks } => {
+            SnapshotReply::Chunks(chunk_calls::claim_orphans(store, chunks, now)?)
+        }
     })
+}
+
+/// The times of an upload recorded at `now`.
+fn upload_times(
+    now: i64,
+    started_at: i64,
+    pending_ttl_ms: i64,
+    clock_slack_ms: i64,
+) -> chunk_table::Times {
+    chunk_table::Times {
+        started_at,
+        now_ms: now,
+        pending_until: now.saturating_add(pending_ttl_ms),
+        clock_slack_ms: clock_slack_ms.max(0),
+    }
 }
 
 /// True when the call may change the object.

@@ -3,7 +3,7 @@
 //! manifest, and the steps of a collection.
 
 use super::{
-    SnapshotCall, SnapshotMeta, SnapshotReply, StorageKind,
+    SnapshotMeta, StorageKind,
     call::{Committed, Reserved},
     chunk_table::{self, parse_all},
     digest::{self, ChunkHash},
@@ -11,7 +11,7 @@ use super::{
     manifest::{MIN_CHUNK_SIZE, Manifest},
     rules,
 };
-use crate::{DomainError, agent::ObjectEnv, sql::SqlStore};
+use crate::{DomainError, sql::SqlStore};
 use serde::{Deserialize, Serialize};
 
 /// The current snapshot as a manifest, and where its bytes are.
@@ -47,89 +47,54 @@ pub enum ChunkSource {
     },
 }
 
-/// Runs a chunked call.
-pub fn execute(
+/// Which of `chunks` the store lacks; the held ones are kept from
+/// collection until `now + pending_ttl_ms`.
+pub(super) fn missing(
     store: &impl SqlStore,
-    call: &SnapshotCall,
-    env: &ObjectEnv,
-) -> Result<SnapshotReply, DomainError> {
-    let now = env.now_ms;
-    Ok(match call {
-        SnapshotCall::CheckPrecondition { precondition } => {
-            rules::check_precondition(store, precondition.as_ref())?;
-            SnapshotReply::Done
-        }
-        SnapshotCall::Missing {
-            chunks,
-            pending_ttl_ms,
-        } => {
-            let hashes = parse_all(chunks, "invalid_request")?;
-            let until = now.saturating_add(*pending_ttl_ms);
-            SnapshotReply::Chunks(hex_all(&chunk_table::missing(store, &hashes, until)?))
-        }
-        SnapshotCall::RecordChunks {
-            chunks,
-            started_at,
-            pending_ttl_ms,
-            clock_slack_ms,
-        } => {
-            let times = times(now, *started_at, *pending_ttl_ms, *clock_slack_ms);
-            SnapshotReply::Recorded(chunk_table::record(store, &sized(chunks)?, &times)?)
-        }
-        SnapshotCall::ImportReserve {
-            chunk_size,
-            pending_ttl_ms,
-        } => {
-            let expires_at = now.saturating_add(*pending_ttl_ms);
-            let version = import_chunks::reserve(store, *chunk_size, expires_at)?;
-            SnapshotReply::Reserved(Reserved {
-                version,
-                kv_key: None,
-            })
-        }
-        SnapshotCall::ImportRecord {
-            version,
-            chunks,
-            started_at,
-            pending_ttl_ms,
-            clock_slack_ms,
-        } => {
-            let times = times(now, *started_at, *pending_ttl_ms, *clock_slack_ms);
-            let parsed = sized(chunks)?;
-            let fresh =
-                import_chunks::record(store, *version, &parsed, &times, times.pending_until)?;
-            SnapshotReply::Recorded(fresh)
-        }
-        SnapshotCall::CommitManifest {
-            manifest,
-            precondition,
-            event_watermark,
-            limit,
-        } => {
-            rules::check_size(manifest.size, *limit)?;
-            rules::check_precondition(store, precondition.as_ref())?;
-            SnapshotReply::Committed(commit(store, manifest, *event_watermark, now)?)
-        }
-        SnapshotCall::Plan { with_inline } => SnapshotReply::Planned(plan(store, *with_inline)?),
-        SnapshotCall::ChunkSource { chunk } => SnapshotReply::ChunkAt(source(store, chunk)?),
-        SnapshotCall::CollectTake { limit } => {
-            let limit = usize::try_from(*limit).unwrap_or(usize::MAX);
-            SnapshotReply::Chunks(hex_all(&chunk_table::collect_take(store, now, limit)?))
-        }
-        SnapshotCall::CollectDone { chunks } => {
-            chunk_table::collect_done(store, &parse_all(chunks, "invalid_id")?, now)?;
-            SnapshotReply::Done
-        }
-        SnapshotCall::ClaimOrphans { chunks } => {
-            let hashes = parse_all(chunks, "invalid_id")?;
-            SnapshotReply::Chunks(hex_all(&chunk_table::claim_orphans(store, &hashes, now)?))
-        }
-        other => {
-            return Err(DomainError::Storage(format!(
-                "{other:?} is not a chunked snapshot call"
-            )));
-        }
+    chunks: &[String],
+    pending_ttl_ms: i64,
+    now: i64,
+) -> Result<Vec<String>, DomainError> {
+    let hashes = parse_all(chunks, "invalid_request")?;
+    let until = now.saturating_add(pending_ttl_ms);
+    Ok(hex_all(&chunk_table::missing(store, &hashes, until)?))
+}
+
+/// Records chunks KV now holds; whether each was new.
+pub(super) fn record(
+    store: &impl SqlStore,
+    chunks: &[(String, u64)],
+    times: chunk_table::Times,
+) -> Result<Vec<bool>, DomainError> {
+    chunk_table::record(store, &sized(chunks)?, &times)
+}
+
+/// Reserves the version of an import's snapshot: its manifest grows as
+/// [`import_record`] adds chunks, and names them so no collection takes
+/// them while the import lasts.
+pub(super) fn import_reserve(
+    store: &impl SqlStore,
+    chunk_size: u64,
+    pending_ttl_ms: i64,
+    now: i64,
+) -> Result<Reserved, DomainError> {
+    let expires_at = now.saturating_add(pending_ttl_ms);
+    let version = import_chunks::reserve(store, chunk_size, expires_at)?;
+    Ok(Reserved {
+        version,
+        kv_key: None,
     })
+}
+
+/// Records chunks KV now holds and appends them to the import's manifest;
+/// whether each was new.
+pub(super) fn import_record(
+    store: &impl SqlStore,
+    version: u64,
+    chunks: &[(String, u64)],
+    times: chunk_table::Times,
+) -> Result<Vec<bool>, DomainError> {
+    import_chunks::record(store, version, &sized(chunks)?, &times, times.pending_until)
 }
 
 /// Hex names with their sizes, parsed.
@@ -142,19 +107,33 @@ fn sized(chunks: &[(String, u64)]) -> Result<Vec<(ChunkHash, u64)>, DomainError>
     Ok(parsed)
 }
 
-/// The times of an upload recorded at `now`.
-fn times(
+/// Takes up to `limit` unreferenced chunks for deletion.
+pub(super) fn collect_take(
+    store: &impl SqlStore,
+    limit: u64,
     now: i64,
-    started_at: i64,
-    pending_ttl_ms: i64,
-    clock_slack_ms: i64,
-) -> chunk_table::Times {
-    chunk_table::Times {
-        started_at,
-        now_ms: now,
-        pending_until: now.saturating_add(pending_ttl_ms),
-        clock_slack_ms: clock_slack_ms.max(0),
-    }
+) -> Result<Vec<String>, DomainError> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    Ok(hex_all(&chunk_table::collect_take(store, now, limit)?))
+}
+
+/// The KV keys of these chunks are deleted.
+pub(super) fn collect_done(
+    store: &impl SqlStore,
+    chunks: &[String],
+    now: i64,
+) -> Result<(), DomainError> {
+    chunk_table::collect_done(store, &parse_all(chunks, "invalid_id")?, now)
+}
+
+/// Takes for deletion the chunks found in KV that have no row.
+pub(super) fn claim_orphans(
+    store: &impl SqlStore,
+    chunks: &[String],
+    now: i64,
+) -> Result<Vec<String>, DomainError> {
+    let hashes = parse_all(chunks, "invalid_id")?;
+    Ok(hex_all(&chunk_table::claim_orphans(store, &hashes, now)?))
 }
 
 fn hex_all(hashes: &[ChunkHash]) -> Vec<String> {
@@ -163,7 +142,7 @@ fn hex_all(hashes: &[ChunkHash]) -> Vec<String> {
 
 /// Checks every chunk is held with the size its position needs, then adds
 /// the manifest under a new version and switches the metadata to it.
-fn commit(
+pub(super) fn commit(
     store: &impl SqlStore,
     manifest: &Manifest,
     event_watermark: Option<u64>,
@@ -214,7 +193,7 @@ fn commit(
 }
 
 /// The current snapshot as a manifest.
-fn plan(store: &impl SqlStore, with_inline: bool) -> Result<Option<Plan>, DomainError> {
+pub(super) fn plan(store: &impl SqlStore, with_inline: bool) -> Result<Option<Plan>, DomainError> {
     let Some((meta, kv_key)) = rules::current(store)? else {
         return Ok(None);
     };
@@ -260,7 +239,10 @@ fn plan(store: &impl SqlStore, with_inline: bool) -> Result<Option<Plan>, Domain
 
 /// Where a chunk's bytes are: a stored chunk, or the whole of an inline
 /// or single-key snapshot named by its sha256.
-fn source(store: &impl SqlStore, chunk: &str) -> Result<Option<ChunkSource>, DomainError> {
+pub(super) fn source(
+    store: &impl SqlStore,
+    chunk: &str,
+) -> Result<Option<ChunkSource>, DomainError> {
     let hashes = parse_all(std::slice::from_ref(&chunk.to_owned()), "invalid_id")?;
     if chunk_table::stored_size(store, &hashes[0])?.is_some() {
         return Ok(Some(ChunkSource::Chunks));

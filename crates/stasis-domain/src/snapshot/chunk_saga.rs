@@ -11,13 +11,13 @@
 //! finishes; never a manifest naming a missing chunk.
 
 use super::{
-    COLLECT_BATCH, Precondition, SnapshotCall, SnapshotMeta, SnapshotReply,
+    COLLECT_BATCH, Precondition, SnapshotMeta,
     chunk_calls::{ChunkSource, Plan},
     chunk_key,
     manifest::Manifest,
-    saga::{BlobStore, CORRUPT, SHA256_MISMATCH, SnapshotObject, fetch_visible, unexpected},
+    saga::{BlobStore, CORRUPT, SHA256_MISMATCH, SnapshotObject, fetch_visible},
 };
-use crate::DomainError;
+use crate::{DomainError, operation::snapshot as op};
 
 /// When an upload began and how long its chunks are kept while no manifest
 /// names them.
@@ -38,14 +38,7 @@ pub async fn missing(
     chunks: Vec<String>,
     pending_ttl_ms: i64,
 ) -> Result<Vec<String>, DomainError> {
-    let call = SnapshotCall::Missing {
-        chunks,
-        pending_ttl_ms,
-    };
-    match object.call(call).await? {
-        SnapshotReply::Chunks(missing) => Ok(missing),
-        other => Err(unexpected(&other)),
-    }
+    object.run(op::missing(chunks, pending_ttl_ms)).await
 }
 
 /// Stores one chunk: its bytes must hash to `name`; KV first, then the
@@ -78,16 +71,13 @@ pub async fn record(
     chunks: Vec<(String, u64)>,
     upload: Upload,
 ) -> Result<Vec<bool>, DomainError> {
-    let call = SnapshotCall::RecordChunks {
+    let step = op::record_chunks(
         chunks,
-        started_at: upload.started_at,
-        pending_ttl_ms: upload.pending_ttl_ms,
-        clock_slack_ms: upload.clock_slack_ms,
-    };
-    match object.call(call).await? {
-        SnapshotReply::Recorded(fresh) => Ok(fresh),
-        other => Err(unexpected(&other)),
-    }
+        upload.started_at,
+        upload.pending_ttl_ms,
+        upload.clock_slack_ms,
+    );
+    object.run(step).await
 }
 
 /// What a manifest commit asks for.
@@ -111,18 +101,13 @@ pub async fn commit(
     key_prefix: &str,
     request: CommitRequest,
 ) -> Result<SnapshotMeta, DomainError> {
-    let committed = match object
-        .call(SnapshotCall::CommitManifest {
-            manifest: request.manifest,
-            precondition: request.precondition,
-            event_watermark: request.event_watermark,
-            limit: request.limit,
-        })
-        .await?
-    {
-        SnapshotReply::Committed(committed) => committed,
-        other => return Err(unexpected(&other)),
-    };
+    let step = op::commit_manifest(
+        request.manifest,
+        request.precondition,
+        request.event_watermark,
+        request.limit,
+    );
+    let committed = object.run(step).await?;
     if let Some(old) = &committed.superseded_key {
         // A failure leaves an orphan for the listing sweep, nothing worse.
         let _ = blobs.delete(old).await;
@@ -137,10 +122,7 @@ pub async fn plan(
     object: &impl SnapshotObject,
     with_inline: bool,
 ) -> Result<Option<Plan>, DomainError> {
-    match object.call(SnapshotCall::Plan { with_inline }).await? {
-        SnapshotReply::Planned(plan) => Ok(plan),
-        other => Err(unexpected(&other)),
-    }
+    object.run(op::plan(with_inline)).await
 }
 
 /// One chunk's bytes, verified against its name; `None` when the agent's
@@ -151,16 +133,7 @@ pub async fn get_chunk(
     key_prefix: &str,
     name: &str,
 ) -> Result<Option<Vec<u8>>, DomainError> {
-    let source = match object
-        .call(SnapshotCall::ChunkSource {
-            chunk: name.to_owned(),
-        })
-        .await?
-    {
-        SnapshotReply::ChunkAt(source) => source,
-        other => return Err(unexpected(&other)),
-    };
-    let bytes = match source {
+    let bytes = match object.run(op::chunk_source(name.to_owned())).await? {
         None => return Ok(None),
         Some(ChunkSource::Chunks) => fetch_visible(blobs, &chunk_key(key_prefix, name)).await?,
         Some(ChunkSource::Key { key }) => fetch_visible(blobs, &key).await?,
@@ -195,15 +168,7 @@ pub async fn collect(
     blobs: &impl BlobStore,
     key_prefix: &str,
 ) -> Result<u64, DomainError> {
-    let taken = match object
-        .call(SnapshotCall::CollectTake {
-            limit: COLLECT_BATCH,
-        })
-        .await?
-    {
-        SnapshotReply::Chunks(taken) => taken,
-        other => return Err(unexpected(&other)),
-    };
+    let taken = object.run(op::collect_take(COLLECT_BATCH)).await?;
     delete_chunks(object, blobs, key_prefix, taken).await
 }
 
@@ -220,10 +185,8 @@ pub(super) async fn delete_chunks(
     let keys: Vec<String> = chunks.iter().map(|c| chunk_key(key_prefix, c)).collect();
     blobs.delete_all(&keys).await?;
     let count = u64::try_from(chunks.len()).unwrap_or(u64::MAX);
-    match object.call(SnapshotCall::CollectDone { chunks }).await? {
-        SnapshotReply::Done => Ok(count),
-        other => Err(unexpected(&other)),
-    }
+    object.run(op::collect_done(chunks)).await?;
+    Ok(count)
 }
 
 /// Collection steps until none is left or `max_steps` ran.

@@ -1,22 +1,30 @@
 //! A whole snapshot operation across the agent's object and the KV store.
 //!
-//! Each step that touches the object is one [`SnapshotCall`] (atomic on
-//! its own); between them the KV store is written or read. The order is
+//! Each step that touches the object is one typed snapshot operation
+//! ([`crate::operation::snapshot`], atomic on its own); between them the KV store is written or read. The order is
 //! what makes a crash harmless: a KV key is written before the metadata
 //! names it and deleted only after the metadata stopped naming it, so a
 //! crash leaves at worst an orphaned key, which [`sweep`] removes.
 
 use super::{
-    Located, PutRequest, Reserved, SnapshotCall, SnapshotMeta, SnapshotReply, StagedSnapshot,
-    chunk_key, chunk_saga, digest, is_sha256_hex, rules,
+    Located, PutRequest, Reserved, SnapshotMeta, StagedSnapshot, chunk_key, chunk_saga, digest,
+    is_sha256_hex, rules,
 };
-use crate::{DomainError, Refusal, agent::ObjectEnv, sql::SqlStore};
+use crate::{
+    DomainError, Refusal,
+    agent::ObjectEnv,
+    operation::snapshot::{self as op, SnapshotOperation},
+    sql::SqlStore,
+};
 use std::future::Future;
 
 /// The agent's object, as the saga reaches it.
 pub trait SnapshotObject {
-    /// Runs one call atomically on the agent's object.
-    fn call(&self, call: SnapshotCall) -> impl Future<Output = Result<SnapshotReply, DomainError>>;
+    /// Runs one step atomically on the agent's object.
+    fn run<R: Send + 'static>(
+        &self,
+        step: SnapshotOperation<R>,
+    ) -> impl Future<Output = Result<R, DomainError>>;
 }
 
 /// A KV store of immutable blobs.
@@ -99,19 +107,18 @@ pub async fn put(
 ) -> Result<SnapshotMeta, DomainError> {
     let written = write(object, blobs, request, body).await?;
     let committed = object
-        .call(SnapshotCall::Commit {
-            version: written.reserved.version,
-            sha256: written.sha256,
-            size: written.size,
-            precondition: request.precondition.clone(),
-            event_watermark: request.event_watermark,
-            inline: written.reserved.kv_key.is_none().then(|| body.to_vec()),
-            kv_key: written.reserved.kv_key.clone(),
-        })
+        .run(op::commit(
+            written.reserved.version,
+            written.sha256,
+            written.size,
+            request.precondition.clone(),
+            request.event_watermark,
+            written.reserved.kv_key.is_none().then(|| body.to_vec()),
+            written.reserved.kv_key.clone(),
+        ))
         .await;
     let committed = match committed {
-        Ok(SnapshotReply::Committed(committed)) => committed,
-        Ok(other) => return Err(unexpected(&other)),
+        Ok(committed) => committed,
         Err(err) => {
             abandon(object, blobs, &written.reserved).await;
             return Err(err);
@@ -183,25 +190,19 @@ async fn write(
             ));
         }
     }
-    let reserved = expect_reserved(
-        object
-            .call(SnapshotCall::Reserve {
-                size,
-                precondition: request.precondition.clone(),
-                inline_limit: request.inline_limit,
-                key_prefix: request.key_prefix.clone(),
-                limit: request.limit,
-            })
-            .await?,
-    )?;
+    let reserved = object
+        .run(op::reserve(
+            size,
+            request.precondition.clone(),
+            request.inline_limit,
+            request.key_prefix.clone(),
+            request.limit,
+        ))
+        .await?;
     if let Some(key) = &reserved.kv_key
         && let Err(err) = blobs.put(key, body).await
     {
-        let _ = object
-            .call(SnapshotCall::Abandon {
-                version: reserved.version,
-            })
-            .await;
+        let _ = object.run(op::abandon(reserved.version)).await;
         return Err(err);
     }
     Ok(Written {
@@ -216,11 +217,7 @@ async fn write(
 async fn abandon(object: &impl SnapshotObject, blobs: &impl BlobStore, reserved: &Reserved) {
     if let Some(key) = &reserved.kv_key {
         let _ = blobs.delete(key).await;
-        let _ = object
-            .call(SnapshotCall::Abandon {
-                version: reserved.version,
-            })
-            .await;
+        let _ = object.run(op::abandon(reserved.version)).await;
     }
 }
 
@@ -281,10 +278,7 @@ async fn locate(
     object: &impl SnapshotObject,
     with_bytes: bool,
 ) -> Result<Option<Located>, DomainError> {
-    match object.call(SnapshotCall::Locate { with_bytes }).await? {
-        SnapshotReply::Located(located) => Ok(located),
-        other => Err(unexpected(&other)),
-    }
+    object.run(op::locate(with_bytes)).await
 }
 
 /// Refuses bytes that are not the ones the metadata records.
@@ -330,14 +324,10 @@ pub async fn delete(
     blobs: &impl BlobStore,
     key_prefix: &str,
 ) -> Result<(), DomainError> {
-    match object.call(SnapshotCall::Remove).await? {
-        SnapshotReply::Removed(Some(key)) => {
-            // Once the metadata is gone a leftover key is an orphan the
-            // sweep removes; report the failure all the same.
-            blobs.delete(&key).await?;
-        }
-        SnapshotReply::Removed(None) => {}
-        other => return Err(unexpected(&other)),
+    if let Some(key) = object.run(op::remove()).await? {
+        // Once the metadata is gone a leftover key is an orphan the sweep
+        // removes; report the failure all the same.
+        blobs.delete(&key).await?;
     }
     // The chunks only the deleted manifest named go now; a failure leaves
     // them to the next collection.
@@ -353,10 +343,7 @@ pub async fn sweep(
     blobs: &impl BlobStore,
     prefix: &str,
 ) -> Result<u32, DomainError> {
-    let in_use = match object.call(SnapshotCall::KeysInUse).await? {
-        SnapshotReply::Keys(keys) => keys,
-        other => return Err(unexpected(&other)),
-    };
+    let in_use = object.run(op::keys_in_use()).await?;
     let chunk_prefix = chunk_key(prefix, "");
     let mut removed = 0;
     let mut cursor = None;
@@ -393,13 +380,7 @@ async fn sweep_orphan_chunks(
     if found.is_empty() {
         return Ok(0);
     }
-    let claimed = match object
-        .call(SnapshotCall::ClaimOrphans { chunks: found })
-        .await?
-    {
-        SnapshotReply::Chunks(claimed) => claimed,
-        other => return Err(unexpected(&other)),
-    };
+    let claimed = object.run(op::claim_orphans(found)).await?;
     let went = chunk_saga::delete_chunks(object, blobs, prefix, claimed).await?;
     Ok(u32::try_from(went).unwrap_or(u32::MAX))
 }
@@ -413,30 +394,12 @@ pub async fn wipe(
     key_prefix: &str,
     max_steps: u32,
 ) -> Result<(), DomainError> {
-    match object.call(SnapshotCall::Wipe).await? {
-        SnapshotReply::Keys(keys) => {
-            for key in keys {
-                blobs.delete(&key).await?;
-            }
-        }
-        other => return Err(unexpected(&other)),
+    for key in object.run(op::wipe()).await? {
+        blobs.delete(&key).await?;
     }
     chunk_saga::collect_all(object, blobs, key_prefix, max_steps)
         .await
         .map(drop)
-}
-
-fn expect_reserved(reply: SnapshotReply) -> Result<Reserved, DomainError> {
-    match reply {
-        SnapshotReply::Reserved(reserved) => Ok(reserved),
-        other => Err(unexpected(&other)),
-    }
-}
-
-pub(super) fn unexpected(reply: &SnapshotReply) -> DomainError {
-    DomainError::Storage(format!(
-        "the agent object answered a snapshot call with {reply:?}"
-    ))
 }
 
 /// The agent's object as a plain store in this very process (inside the
@@ -449,8 +412,8 @@ pub struct LocalObject<'a, S> {
 }
 
 impl<S: SqlStore> SnapshotObject for LocalObject<'_, S> {
-    async fn call(&self, call: SnapshotCall) -> Result<SnapshotReply, DomainError> {
-        super::execute(self.store, &call, &self.env)
+    async fn run<R: Send + 'static>(&self, step: SnapshotOperation<R>) -> Result<R, DomainError> {
+        step.run_with(|call| super::execute(self.store, &call, &self.env))
     }
 }
 

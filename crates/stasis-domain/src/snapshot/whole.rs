@@ -7,15 +7,14 @@
 //! whole file's sha256 before it hands out the last one.
 
 use super::{
-    MAX_INLINE_LIMIT, PutRequest, SnapshotCall, SnapshotMeta, SnapshotReply, StagedSnapshot,
-    chunk_key,
+    MAX_INLINE_LIMIT, PutRequest, SnapshotMeta, StagedSnapshot, chunk_key,
     chunk_saga::{self, CommitRequest},
     digest::RunningHash,
     manifest::{Manifest, server_chunk_size},
     rules,
-    saga::{self, BlobStore, SHA256_MISMATCH, SnapshotObject, unexpected},
+    saga::{self, BlobStore, SHA256_MISMATCH, SnapshotObject},
 };
-use crate::DomainError;
+use crate::{DomainError, operation::snapshot as snapshot_op};
 
 pub use super::whole_reader::{WholeReader, read_chunk};
 
@@ -147,33 +146,26 @@ impl WholeWriter {
                     Some(version) => version,
                     None => self.reserve_import(object).await?,
                 };
-                let call = SnapshotCall::ImportRecord {
+                let record = snapshot_op::import_record(
                     version,
-                    chunks: batch,
-                    started_at: upload.started_at,
-                    pending_ttl_ms: upload.pending_ttl_ms,
-                    clock_slack_ms: upload.clock_slack_ms,
-                };
-                match object.call(call).await? {
-                    SnapshotReply::Recorded(_) => Ok(()),
-                    other => Err(unexpected(&other)),
-                }
+                    batch,
+                    upload.started_at,
+                    upload.pending_ttl_ms,
+                    upload.clock_slack_ms,
+                );
+                object.run(record).await.map(drop)
             }
         }
     }
 
     async fn reserve_import(&mut self, object: &impl SnapshotObject) -> Result<u64, DomainError> {
-        let call = SnapshotCall::ImportReserve {
-            chunk_size: u64::try_from(self.chunk_size).unwrap_or(u64::MAX),
-            pending_ttl_ms: self.request.pending_ttl_ms,
-        };
-        match object.call(call).await? {
-            SnapshotReply::Reserved(reserved) => {
-                self.target = Target::Import(Some(reserved.version));
-                Ok(reserved.version)
-            }
-            other => Err(unexpected(&other)),
-        }
+        let reserve = snapshot_op::import_reserve(
+            u64::try_from(self.chunk_size).unwrap_or(u64::MAX),
+            self.request.pending_ttl_ms,
+        );
+        let reserved = object.run(reserve).await?;
+        self.target = Target::Import(Some(reserved.version));
+        Ok(reserved.version)
     }
 
     /// Checks the whole file's sha256 against `X-Stasis-Sha256`.
@@ -238,7 +230,7 @@ impl WholeWriter {
     /// Best effort: a later sweep or import drops it otherwise.
     pub async fn abandon(&self, object: &impl SnapshotObject) {
         if let Target::Import(Some(version)) = self.target {
-            let _ = object.call(SnapshotCall::Abandon { version }).await;
+            let _ = object.run(snapshot_op::abandon(version)).await;
         }
     }
 

@@ -1,11 +1,12 @@
-//! The session component: the domain's agent and town calls, as JSON, over
-//! the `sql` import. Every rule lives in `stasis_domain::{agent_state,
-//! recall, town}`.
+//! The state component: the domain's agent and town calls, in the
+//! domain's wire encoding (`stasis_domain::wire`), over the `sql` import.
+//! Every rule lives in `stasis_domain::{agent_state, recall, snapshot,
+//! town}`.
 
 #[allow(missing_docs, unsafe_code, reason = "generated bindings")]
 mod bindings {
     wit_bindgen::generate!({
-        world: "session-component",
+        world: "state-component",
         path: "../../wit",
         with: {
             "stasis:objects/types@0.1.0": stasis_guest::bindings::stasis::objects::types,
@@ -15,33 +16,19 @@ mod bindings {
 }
 
 use bindings::exports::stasis::objects::{session, town};
-use stasis_domain::{
-    DomainError,
-    agent::{self, AgentCall, ObjectEnv},
-    town::{self as domain_town, TownCall, TownEnv},
-};
+use stasis_domain::{agent::ObjectEnv, town::TownEnv, wire};
 use stasis_guest::{ImportedSql, bindings::stasis::objects::types::Error, run};
 
 struct Session;
 
-fn decode<T: serde::de::DeserializeOwned>(request: &str) -> Result<T, DomainError> {
-    serde_json::from_str(request)
-        .map_err(|err| DomainError::Storage(format!("the host sent a malformed call: {err}")))
-}
-
-fn encode(reply: &impl serde::Serialize) -> Result<String, DomainError> {
-    serde_json::to_string(reply).map_err(|err| DomainError::Storage(err.to_string()))
-}
-
 impl session::Guest for Session {
     fn call(request: String, now: i64, max_events: u64) -> Result<String, Error> {
         run(|| {
-            let call: AgentCall = decode(&request)?;
             let env = ObjectEnv {
                 now_ms: now,
                 max_events,
             };
-            encode(&agent::execute(&ImportedSql, &call, &env)?)
+            wire::encode(&wire::answer_agent(&ImportedSql, &request, &env)?)
         })
     }
 }
@@ -49,12 +36,8 @@ impl session::Guest for Session {
 impl town::Guest for Session {
     fn call(request: String, now: i64) -> Result<String, Error> {
         run(|| {
-            let call: TownCall = decode(&request)?;
-            encode(&domain_town::execute(
-                &ImportedSql,
-                &call,
-                &TownEnv { now_ms: now },
-            )?)
+            let reply = wire::answer_town(&ImportedSql, &request, &TownEnv { now_ms: now })?;
+            wire::encode(&reply)
         })
     }
 }

@@ -1,0 +1,138 @@
+//! The agent object's operations: each call and the reply it reads.
+
+use super::{Operation, operations, snapshot::SnapshotOperation};
+use crate::{
+    agent::{AgentCall, AgentReply},
+    agent_state::{
+        AgentRecord, AgentSummary, Checkpoint, CheckpointStored, DestroyOutcome, ExportHead,
+        ExportPage, ImportBatch, ImportCall, ImportChecked, ImportProgress, ImportReply,
+        ImportSummary, ManifestMemory, ManifestSession, MemoryEntry, SessionDeleted, SessionRecord,
+        StateCall, StateReply,
+    },
+    conversation::{Budget, PriorConversation},
+    event_log::{AppendBatch, AppendOutcome, ReadPage, ReadQuery},
+    recall::DispatchContext,
+    snapshot::{SnapshotCall, SnapshotReply},
+};
+
+/// An operation on an agent's object that reads as an `R`.
+pub type AgentOperation<R> = Operation<AgentCall, AgentReply, R>;
+
+/// A snapshot step, as the agent call that carries it.
+pub fn snapshot<R: 'static>(step: SnapshotOperation<R>) -> AgentOperation<R> {
+    step.within(snapshot_call, snapshot_reply)
+}
+
+/// A snapshot call inside an agent call.
+pub fn snapshot_call(call: SnapshotCall) -> AgentCall {
+    AgentCall::Snapshot(call)
+}
+
+/// The snapshot reply inside an agent reply, if that is what it is.
+pub fn snapshot_reply(reply: AgentReply) -> Option<SnapshotReply> {
+    match reply {
+        AgentReply::Snapshot(reply) => Some(reply),
+        _ => None,
+    }
+}
+
+use AgentCall as C;
+use AgentReply as A;
+use ImportCall as I;
+use ImportReply as IR;
+use StateCall as S;
+use StateReply as SR;
+
+operations! {
+    AgentOperation<AgentCall, AgentReply>;
+    /// Appends a batch of events.
+    append_events(batch: AppendBatch) -> AppendOutcome
+        = C::AppendEvents(batch), A::Appended(outcome) => outcome;
+    /// Reads a page of events.
+    read_events(query: ReadQuery) -> ReadPage
+        = C::ReadEvents(query), A::Events(page) => page;
+    /// The conversation rebuilt from the log.
+    conversation(budget: Budget, session_id: Option<String>) -> PriorConversation
+        = C::Conversation { budget, session_id }, A::Conversation(prior) => prior;
+    /// What a dispatch of this agent carries.
+    dispatch_context(budget: Budget) -> DispatchContext
+        = C::DispatchContext { budget }, A::DispatchContext(context) => context;
+    /// Registers the agent or updates it (`metadata: None` keeps it).
+    put_agent(role: String, metadata: Option<String>) -> AgentRecord
+        = C::State(S::PutAgent { role, metadata }), A::State(SR::Agent(record)) => record;
+    /// The registered agent.
+    get_agent() -> AgentSummary
+        = C::State(S::GetAgent), A::State(SR::AgentSummary(summary)) => summary;
+    /// Removes everything but the snapshot.
+    destroy_agent() -> DestroyOutcome
+        = C::State(S::DestroyAgent), A::State(SR::Destroyed(outcome)) => outcome;
+    /// Creates or updates a session (`None` keeps a field).
+    put_session(session_id: String, status: Option<String>, metadata: Option<String>) -> SessionRecord
+        = C::State(S::PutSession { session_id, status, metadata }),
+          A::State(SR::Session(session)) => session;
+    /// A session.
+    get_session(session_id: String) -> SessionRecord
+        = C::State(S::GetSession { session_id }), A::State(SR::Session(session)) => session;
+    /// Removes a session and its events.
+    delete_session(session_id: String) -> SessionDeleted
+        = C::State(S::DeleteSession { session_id }), A::State(SR::SessionDeleted(gone)) => gone;
+    /// Every session with its metadata, oldest first.
+    list_sessions() -> Vec<SessionRecord>
+        = C::State(S::ListSessions), A::State(SR::Sessions(sessions)) => sessions;
+    /// Stores the checkpoint.
+    put_checkpoint(document: String) -> CheckpointStored
+        = C::State(S::PutCheckpoint { document }), A::State(SR::CheckpointStored(stored)) => stored;
+    /// The checkpoint.
+    get_checkpoint() -> Checkpoint
+        = C::State(S::GetCheckpoint), A::State(SR::Checkpoint(checkpoint)) => checkpoint;
+    /// Removes the checkpoint.
+    delete_checkpoint() -> ()
+        = C::State(S::DeleteCheckpoint), A::State(SR::Deleted) => ();
+    /// Writes a memory entry.
+    put_memory(key: String, value: String) -> MemoryEntry
+        = C::State(S::PutMemory { key, value }), A::State(SR::Memory(entry)) => entry;
+    /// A memory entry.
+    get_memory(key: String) -> MemoryEntry
+        = C::State(S::GetMemory { key }), A::State(SR::Memory(entry)) => entry;
+    /// Removes a memory entry.
+    delete_memory(key: String) -> ()
+        = C::State(S::DeleteMemory { key }), A::State(SR::Deleted) => ();
+    /// Memory entries by key.
+    list_memory(prefix: Option<String>, query: Option<String>, limit: Option<u32>) -> Vec<MemoryEntry>
+        = C::State(S::ListMemory { prefix, query, limit }), A::State(SR::MemoryList(entries)) => entries;
+    /// What an export writes first.
+    export_head() -> ExportHead
+        = C::State(S::ExportHead), A::State(SR::ExportHead(head)) => head;
+    /// A page of sessions by id, after `after`.
+    export_sessions(after: Option<String>) -> ExportPage<ManifestSession>
+        = C::State(S::ExportSessions { after }), A::State(SR::SessionPage(page)) => page;
+    /// A page of memory by key, after `after`.
+    export_memory(after: Option<String>) -> ExportPage<ManifestMemory>
+        = C::State(S::ExportMemory { after }), A::State(SR::MemoryPage(page)) => page;
+    /// Starts an import; its ticket.
+    import_begin(import_id: Option<String>) -> u64
+        = C::State(S::Import(I::Begin { import_id })), A::State(SR::Import(IR::Ticket(t))) => t;
+    /// Continues a multi-part import with its next part; its ticket.
+    import_resume(import_id: String, part: u64) -> u64
+        = C::State(S::Import(I::Resume { import_id, part })),
+          A::State(SR::Import(IR::Ticket(t))) => t;
+    /// Checks and stages a batch.
+    import_stage(ticket: u64, batch: ImportBatch) -> ImportProgress
+        = C::State(S::Import(I::Stage { ticket, batch })),
+          A::State(SR::Import(IR::Staged(progress))) => progress;
+    /// A part of a multi-part import arrived whole.
+    import_end_part(ticket: u64) -> ImportProgress
+        = C::State(S::Import(I::EndPart { ticket })),
+          A::State(SR::Import(IR::Staged(progress))) => progress;
+    /// Applies the rules that need the whole manifest.
+    import_check(ticket: u64) -> ImportChecked
+        = C::State(S::Import(I::Check { ticket })),
+          A::State(SR::Import(IR::Checked(checked))) => checked;
+    /// Replaces the agent's state with what is staged.
+    import_commit(ticket: u64) -> ImportSummary
+        = C::State(S::Import(I::Commit { ticket })),
+          A::State(SR::Import(IR::Committed(summary))) => summary;
+    /// Drops what is staged.
+    import_abort(ticket: u64) -> ()
+        = C::State(S::Import(I::Abort { ticket })), A::State(SR::Import(IR::Aborted)) => ();
+}

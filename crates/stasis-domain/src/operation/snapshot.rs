@@ -1,0 +1,90 @@
+//! The snapshot steps the agent object answers: each call and the reply it
+//! reads. The sagas run them through their object port
+//! ([`crate::snapshot::saga::SnapshotObject`]); a runtime carries them in an
+//! agent call ([`super::agent::snapshot`]).
+
+use super::{Operation, operations};
+use crate::snapshot::{
+    Committed, Located, Precondition, Reserved, SnapshotCall, SnapshotReply,
+    chunk_calls::{ChunkSource, Plan},
+    manifest::Manifest,
+};
+
+/// A snapshot step that reads as an `R`.
+pub type SnapshotOperation<R> = Operation<SnapshotCall, SnapshotReply, R>;
+
+use SnapshotCall as C;
+use SnapshotReply as R;
+
+operations! {
+    SnapshotOperation<SnapshotCall, SnapshotReply>;
+    /// Checks `If-Match` early and hands out the next version.
+    reserve(size: u64, precondition: Option<Precondition>, inline_limit: u64, key_prefix: String, limit: u64) -> Reserved
+        = C::Reserve { size, precondition, inline_limit, key_prefix, limit },
+          R::Reserved(reserved) => reserved;
+    /// Switches the metadata to the reserved version, re-checking `If-Match`.
+    commit(
+        version: u64,
+        sha256: String,
+        size: u64,
+        precondition: Option<Precondition>,
+        event_watermark: Option<u64>,
+        inline: Option<Vec<u8>>,
+        kv_key: Option<String>,
+    ) -> Committed
+        = C::Commit { version, sha256, size, precondition, event_watermark, inline, kv_key },
+          R::Committed(committed) => committed;
+    /// Gives a reservation up.
+    abandon(version: u64) -> ()
+        = C::Abandon { version }, R::Done => ();
+    /// The current snapshot; its inline bytes when `with_bytes`.
+    locate(with_bytes: bool) -> Option<Located>
+        = C::Locate { with_bytes }, R::Located(located) => located;
+    /// Drops the current snapshot; the KV key it had, if any.
+    remove() -> Option<String>
+        = C::Remove, R::Removed(key) => key;
+    /// The KV keys a sweep must keep.
+    keys_in_use() -> Vec<String>
+        = C::KeysInUse, R::Keys(keys) => keys;
+    /// Removes every snapshot row; the KV keys they named.
+    wipe() -> Vec<String>
+        = C::Wipe, R::Keys(keys) => keys;
+    /// Refuses unless `If-Match` holds now.
+    check_precondition(precondition: Option<Precondition>) -> ()
+        = C::CheckPrecondition { precondition }, R::Done => ();
+    /// Which of these chunks the store lacks.
+    missing(chunks: Vec<String>, pending_ttl_ms: i64) -> Vec<String>
+        = C::Missing { chunks, pending_ttl_ms }, R::Chunks(missing) => missing;
+    /// Records chunks KV now holds; whether each was new.
+    record_chunks(chunks: Vec<(String, u64)>, started_at: i64, pending_ttl_ms: i64, clock_slack_ms: i64) -> Vec<bool>
+        = C::RecordChunks { chunks, started_at, pending_ttl_ms, clock_slack_ms },
+          R::Recorded(fresh) => fresh;
+    /// Reserves an import's snapshot version; its manifest grows as chunks
+    /// are recorded.
+    import_reserve(chunk_size: u64, pending_ttl_ms: i64) -> Reserved
+        = C::ImportReserve { chunk_size, pending_ttl_ms }, R::Reserved(reserved) => reserved;
+    /// Records chunks KV now holds into the import's manifest; whether each
+    /// was new.
+    import_record(version: u64, chunks: Vec<(String, u64)>, started_at: i64, pending_ttl_ms: i64, clock_slack_ms: i64) -> Vec<bool>
+        = C::ImportRecord { version, chunks, started_at, pending_ttl_ms, clock_slack_ms },
+          R::Recorded(fresh) => fresh;
+    /// Switches the metadata to a manifest whose chunks the store holds.
+    commit_manifest(manifest: Manifest, precondition: Option<Precondition>, event_watermark: Option<u64>, limit: u64) -> Committed
+        = C::CommitManifest { manifest, precondition, event_watermark, limit },
+          R::Committed(committed) => committed;
+    /// The current snapshot as a manifest.
+    plan(with_inline: bool) -> Option<Plan>
+        = C::Plan { with_inline }, R::Planned(plan) => plan;
+    /// Where one chunk's bytes are.
+    chunk_source(chunk: String) -> Option<ChunkSource>
+        = C::ChunkSource { chunk }, R::ChunkAt(source) => source;
+    /// Takes up to `limit` unreferenced chunks for deletion.
+    collect_take(limit: u64) -> Vec<String>
+        = C::CollectTake { limit }, R::Chunks(taken) => taken;
+    /// The KV keys of these chunks are deleted.
+    collect_done(chunks: Vec<String>) -> ()
+        = C::CollectDone { chunks }, R::Done => ();
+    /// Takes for deletion the chunks found in KV that have no row.
+    claim_orphans(chunks: Vec<String>) -> Vec<String>
+        = C::ClaimOrphans { chunks }, R::Chunks(claimed) => claimed;
+}

@@ -1,0 +1,53 @@
+//! The town object's operations: each call and the reply it reads.
+
+use super::{Operation, operations};
+use crate::town::{
+    EvictOutcome, HeartbeatOutcome, MayorAction, RegisteredAgent, Registry, RegistryAgent,
+    Standing, TownAgent, TownCall, TownEventPage, TownReply, TownState,
+};
+
+/// An operation on a town's object that reads as an `R`.
+pub type TownOperation<R> = Operation<TownCall, TownReply, R>;
+
+use TownCall as C;
+use TownReply as R;
+
+operations! {
+    TownOperation<TownCall, TownReply>;
+    /// The town's state.
+    get_state() -> TownState
+        = C::GetState, R::State(state) => state;
+    /// A container announces its eviction (`None`: the current one).
+    evict(container_id: Option<String>, reason: Option<String>) -> EvictOutcome
+        = C::Evict { container_id, reason }, R::Evicted(outcome) => outcome;
+    /// A container is alive.
+    heartbeat(container_id: String, idempotency_key: Option<String>) -> HeartbeatOutcome
+        = C::Heartbeat { container_id, idempotency_key }, R::Heartbeat(outcome) => outcome;
+    /// Replaces the process registry.
+    put_registry(container_id: String, agents: Vec<RegistryAgent>) -> Registry
+        = C::PutRegistry { container_id, agents }, R::Registry(registry) => registry;
+    /// The process registry.
+    get_registry() -> Registry
+        = C::GetRegistry, R::Registry(registry) => registry;
+    /// A page of the town's log.
+    read_events(after: u64, limit: u64) -> TownEventPage
+        = C::ReadEvents { after, limit }, R::Events(page) => page;
+    /// Registers an agent in the directory, or changes its role.
+    register_agent(rig_id: String, agent_id: String, role: String) -> RegisteredAgent
+        = C::RegisterAgent { rig_id, agent_id, role }, R::Registered(registered) => registered;
+    /// Removes an agent from the directory; whether it was there.
+    forget_agent(rig_id: String, agent_id: String) -> bool
+        = C::ForgetAgent { rig_id, agent_id }, R::Forgotten(forgotten) => forgotten;
+    /// Every agent of the directory, by rig then agent.
+    list_agents() -> Vec<TownAgent>
+        = C::ListAgents, R::Agents(agents) => agents;
+    /// The user wrote to the mayor (the message is in the mayor's log).
+    mayor_message(message_seq: u64) -> MayorAction
+        = C::MayorMessage { message_seq }, R::MayorMessage(action) => action;
+    /// Dispatches one registered agent.
+    dispatch(rig_id: String, agent_id: String) -> TownAgent
+        = C::Dispatch { rig_id, agent_id }, R::Dispatched(agent) => agent;
+    /// Where a container stands.
+    standing(container_id: String) -> Standing
+        = C::Standing { container_id }, R::Standing(standing) => standing;
+}
