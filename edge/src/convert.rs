@@ -83,7 +83,7 @@ fn is_null_body_status(status: http::StatusCode) -> bool {
 /// Without one (chunked) it is read chunk by chunk and refused as soon as it
 /// passes the limit, so an oversized upload is never held whole: a worker
 /// has 128 MB for everything. The rest of a refused body is read and
-/// dropped (see [`drain`]).
+/// dropped (see [`discard_rest`]).
 pub async fn read_body(req: &mut Request, limit: u64) -> Result<Option<Vec<u8>>> {
     if req.inner().body().is_none() {
         return Ok(Some(Vec::new()));
@@ -98,7 +98,7 @@ pub async fn read_body(req: &mut Request, limit: u64) -> Result<Option<Vec<u8>>>
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk?;
         if !within(body.len().saturating_add(chunk.len())) {
-            drain(&mut chunks).await;
+            discard_rest(&mut chunks).await;
             return Ok(None);
         }
         body.extend_from_slice(&chunk);
@@ -109,7 +109,7 @@ pub async fn read_body(req: &mut Request, limit: u64) -> Result<Option<Vec<u8>>>
 /// The request body's chunks as they arrive (none for a bodiless request).
 pub type BodyChunks = Box<dyn Stream<Item = Result<Vec<u8>>> + Unpin>;
 
-/// The request body's chunks, for [`limited`] and then [`drain`].
+/// The request body's chunks, for [`limited`] and then [`discard_rest`].
 pub fn body_chunks(req: &mut Request) -> Result<BodyChunks> {
     Ok(if req.inner().body().is_none() {
         Box::new(futures::stream::empty())
@@ -122,7 +122,7 @@ pub fn body_chunks(req: &mut Request) -> Result<BodyChunks> {
 /// (413) once they pass the limit. The platform caps request bodies before
 /// the worker sees them (100 MB on most plans), which is why imports can
 /// come in parts. It borrows the chunks so that what the API leaves unread
-/// can be [`drain`]ed.
+/// can be discarded ([`discard_rest`]).
 pub fn limited<'a>(
     chunks: &'a mut BodyChunks,
     admitted: &Admitted,
@@ -147,7 +147,7 @@ pub fn limited<'a>(
 /// sending it, and `wrangler dev`'s proxy then answers 503 "Your worker
 /// restarted mid-request" in place of the refusal (and sometimes of the
 /// next request too). The platform caps request bodies, so this is bounded.
-pub async fn drain(chunks: &mut (impl Stream<Item = Result<Vec<u8>>> + Unpin)) {
+pub async fn discard_rest(chunks: &mut (impl Stream<Item = Result<Vec<u8>>> + Unpin)) {
     while let Some(Ok(_)) = chunks.next().await {}
 }
 

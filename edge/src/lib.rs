@@ -62,7 +62,7 @@ async fn serve(mut req: Request, env: Env, head: &http::request::Parts) -> Resul
         let mut chunks = convert::body_chunks(&mut req)?;
         let body = convert::limited(&mut chunks, &admitted);
         let answer = api.handle_streamed(admitted, body).await;
-        convert::drain(&mut chunks).await;
+        convert::discard_rest(&mut chunks).await;
         return reply(&api, answer, head).await;
     }
     let Some(body) = convert::read_body(&mut req, admitted.body_limit()).await? else {

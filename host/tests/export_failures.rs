@@ -1,6 +1,6 @@
 //! Guards what a client sees when an export fails: before its head is sent,
 //! a 500 whose body names no trap, wasm frame or path (the cause, a trap in
-//! the session component here, goes to the log with the request id); after
+//! the state component here, goes to the log with the request id); after
 //! it, a cut response that is not valid JSON, its cause logged the same way.
 
 #![allow(clippy::expect_used, clippy::panic, reason = "tests fail loudly")]
@@ -60,7 +60,7 @@ fn a_trap_before_the_export_starts_is_a_500_that_shows_none_of_it() {
         200
     );
     // A checkpoint far larger than the API ever stores: reading it makes
-    // the session component run out of memory, a trap.
+    // the state component run out of memory, a trap.
     let db = rusqlite::Connection::open(data.join("towns/fail/rigs/r/agents/a/agent.sqlite"))
         .expect("the agent's database");
     db.busy_timeout(Duration::from_secs(10)).expect("timeout");

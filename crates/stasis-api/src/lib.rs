@@ -188,7 +188,7 @@ impl<O: Objects + Snapshots> Api<O> {
         let head_only = admitted.method == Method::HEAD;
         let caller = admitted.caller.clone();
         let town = admitted.endpoint.town().map(str::to_owned);
-        match self.dispatch(admitted, body).await {
+        match self.run_buffered(admitted, body).await {
             Ok(Reply::Full(response)) if head_only => Reply::Full(strip_body(response)),
             Ok(reply) => reply,
             Err(err) => {
@@ -225,13 +225,13 @@ impl<O: Objects + Snapshots> Api<O> {
         }
     }
 
-    async fn dispatch(&self, admitted: Admitted, body: Bytes) -> Result<Reply, ApiError> {
+    async fn run_buffered(&self, admitted: Admitted, body: Bytes) -> Result<Reply, ApiError> {
         let keys = self.keys.as_ref();
         match self.fence(&admitted).await? {
             Some(fence) => {
-                routes::dispatch(&self.objects.fenced(fence), keys, admitted, body).await
+                routes::body_buffered(&self.objects.fenced(fence), keys, admitted, body).await
             }
-            None => routes::dispatch(&self.objects, keys, admitted, body).await,
+            None => routes::body_buffered(&self.objects, keys, admitted, body).await,
         }
     }
 

@@ -76,7 +76,7 @@ pub trait Objects {
 
 /// Snapshot operations on an agent. Each runtime gives the domain's
 /// snapshot sagas (`stasis_domain::snapshot::{saga, chunk_saga, whole}`)
-/// their two ports: the agent's object (the host's session component, the
+/// their two ports: the agent's object (the host's state component, the
 /// edge's Durable Object) and the KV store (the host's KV folder, Workers
 /// KV). The sagas run in the runtime's own process, so bytes never cross
 /// into a guest and are hashed natively (the host's `sha2` with the CPU's

@@ -14,7 +14,7 @@ use stasis_domain::operation::agent as op;
 
 /// Runs an admitted request on `objects` (fenced already, for a container
 /// token's write).
-pub(crate) async fn dispatch<O: Objects + Snapshots>(
+pub(crate) async fn body_buffered<O: Objects + Snapshots>(
     objects: &O,
     keys: Option<&KeyRing>,
     admitted: Admitted,

@@ -131,16 +131,16 @@ impl Object {
         if start_worker {
             let object = Arc::clone(self);
             let components = Arc::clone(components);
-            tokio::task::spawn_blocking(move || object.drain_through_panics(&components));
+            tokio::task::spawn_blocking(move || object.run_queued_through_panics(&components));
         }
     }
 
-    /// [`Object::drain`], started again after a panic: the group that
+    /// [`Object::run_queued`], started again after a panic: the group that
     /// panicked has lost its calls (their callers get a 500) and its
     /// database connection, which rolls its transaction back; the calls
     /// queued behind it still run, and the object stays usable.
-    fn drain_through_panics(&self, components: &Components) {
-        while let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.drain(components))) {
+    fn run_queued_through_panics(&self, components: &Components) {
+        while let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.run_queued(components))) {
             tracing::error!(
                 object = %self.path.display(),
                 panic = crate::panics::message(&*panic),
@@ -150,7 +150,7 @@ impl Object {
     }
 
     /// Runs queued calls, group by group, until the queue is empty.
-    fn drain(&self, components: &Components) {
+    fn run_queued(&self, components: &Components) {
         let mut db = self.take_db();
         loop {
             let jobs = {

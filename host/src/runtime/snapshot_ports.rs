@@ -1,6 +1,6 @@
 //! The host's KV folder as the snapshot sagas' blob store (their other
 //! port, the agent's object, is `stasis_api::AgentSnapshotObject`: snapshot
-//! steps run in the session component like every agent call). The
+//! steps run in the state component like every agent call). The
 //! domain's snapshot sagas run over them in the host process, so snapshot
 //! bytes never enter a guest and are hashed natively (`sha2`, which uses
 //! the CPU's SHA extensions where it has them).

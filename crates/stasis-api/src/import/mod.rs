@@ -101,10 +101,10 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
         let mut body = std::pin::pin!(body);
         while let Some(chunk) = body.next().await {
             reader.push(&chunk?);
-            self.drain(&mut reader).await?;
+            self.take_ready(&mut reader).await?;
         }
         reader.end();
-        self.drain(&mut reader).await?;
+        self.take_ready(&mut reader).await?;
         reader.finish()?;
         self.flush().await?;
         match request.part_only() {
@@ -126,7 +126,7 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
     }
 
     /// Hands every piece the reader has to the stages.
-    async fn drain(&mut self, reader: &mut ManifestReader) -> Result<(), ApiError> {
+    async fn take_ready(&mut self, reader: &mut ManifestReader) -> Result<(), ApiError> {
         while let Some(item) = reader.next()? {
             self.take(item).await?;
         }

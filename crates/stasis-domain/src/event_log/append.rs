@@ -21,7 +21,7 @@ pub fn append(
         ));
     }
     if let Some(stamp) = &batch.producer
-        && let Some(original) = producers::recall(store, stamp)?
+        && let Some(original) = producers::earlier_outcome(store, stamp)?
     {
         return Ok(original);
     }

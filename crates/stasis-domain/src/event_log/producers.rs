@@ -20,7 +20,7 @@ use crate::{
 };
 
 /// The outcome of an earlier append with this stamp, if remembered.
-pub(super) fn recall(
+pub(super) fn earlier_outcome(
     store: &impl SqlStore,
     stamp: &ProducerStamp,
 ) -> Result<Option<AppendOutcome>, DomainError> {
