@@ -3,7 +3,7 @@
 
 use crate::{
     report::{Figure, Goal, Row, millis, size, thousands_sep},
-    results::{Comparison, Measured, Results},
+    results::{Comparison, Measured, Results, StateFigures},
     stats::{Latency, Rate},
     workloads::{conversation, recovery, snapshot},
 };
@@ -16,16 +16,30 @@ type PickRate = fn(&Comparison) -> &Measured<Rate>;
 /// The rows for `r`, in the order of the brief: throughput, append latency,
 /// catch-up, live delivery, start, then the peer comparison.
 pub fn rows(r: &Results) -> Vec<Row> {
-    let row = |workload: &str, stasis: Figure, baseline_name: &str, baseline: Figure| Row {
+    let mut rows = append_rows(r);
+    rows.extend(read_rows(r));
+    rows.push(start_row(r));
+    rows.extend(message_rows(r));
+    rows
+}
+
+/// A row without goals or a note.
+fn row(workload: &str, stasis: Figure, baseline_name: &str, baseline: Figure) -> Row {
+    Row {
         workload: workload.to_owned(),
         stasis,
         stasis_note: None,
         baseline_name: baseline_name.to_owned(),
         baseline: Some(baseline),
         goals: Vec::new(),
-    };
+    }
+}
+
+/// Batched appends against native inserts, single appends against a bare
+/// fdatasync and in-process commits.
+fn append_rows(r: &Results) -> Vec<Row> {
     let throughput_goals = vec![Goal::MinRate(150_000.0, "ev/s"), Goal::MinRatio(0.3)];
-    let mut rows = vec![
+    vec![
         Row {
             goals: throughput_goals.clone(),
             stasis_note: retention_note(&r.batches_16_agents, 16),
@@ -64,6 +78,12 @@ pub fn rows(r: &Results) -> Vec<Row> {
             "rusqlite 1-row commit, `synchronous=NORMAL`",
             Figure::latency(&r.native_commit_os),
         ),
+    ]
+}
+
+/// Catch-up reads and live delivery, against the peer.
+fn read_rows(r: &Results) -> Vec<Row> {
+    vec![
         Row {
             goals: vec![Goal::MaxMedian(Duration::from_millis(20))],
             ..row(
@@ -88,16 +108,20 @@ pub fn rows(r: &Results) -> Vec<Row> {
                 Figure::latency(&r.peer_sse),
             )
         },
-        start_row(r),
-    ];
+    ]
+}
+
+/// The 1000 B messages, against the peer.
+fn message_rows(r: &Results) -> Vec<Row> {
     let pairs: [(&str, u64, PickRate); 4] = [
         ("1 per request, 1 conn", 1, |c| &c.single_c1),
         ("1 per request, 16 conns", 16, |c| &c.single_c16),
         ("100 per request, 1 conn", 1, |c| &c.batch_c1),
         ("100 per request, 16 conns", 16, |c| &c.batch_c16),
     ];
-    for (what, logs, pick) in pairs {
-        rows.push(Row {
+    pairs
+        .into_iter()
+        .map(|(what, logs, pick)| Row {
             stasis_note: retention_note(pick(&r.comparison), logs),
             ..row(
                 &format!("append 1000 B messages, {what}"),
@@ -105,9 +129,8 @@ pub fn rows(r: &Results) -> Vec<Row> {
                 "Durable Streams (file-backed)",
                 Figure::rate(pick(&r.peer_comparison), "msg/s"),
             )
-        });
-    }
-    rows
+        })
+        .collect()
 }
 
 fn start_row(r: &Results) -> Row {
@@ -149,16 +172,29 @@ pub fn pick<T>(measured: &Measured<T>, latency: impl Fn(&T) -> Latency) -> Figur
 }
 
 /// The snapshots section's rows: snapshot round trip (against both native
-/// baselines), peak memory, `snapshot push`, conversation rebuild,
-/// recovery.
+/// baselines), peak memory, `snapshot push`, the chunked pushes and pulls,
+/// conversation rebuild, recovery.
 pub fn snapshot_rows(r: &Results) -> Vec<Row> {
+    let s = &r.state;
+    let mut rows = round_trip_rows(r);
+    rows.push(peak_rss_row(r));
+    rows.push(whole_push_row(s));
+    rows.extend(crate::chunk_rows::host_rows(s));
+    rows.push(conversation_row(s));
+    rows.push(recovery_row(s));
+    rows
+}
+
+/// The 24 MiB PUT + GET, against the native round trip without and with
+/// the two hashes.
+fn round_trip_rows(r: &Results) -> Vec<Row> {
     let s = &r.state;
     let round_trips = s.round_trips.as_ref().ok();
     let bytes = round_trips.map_or(snapshot::ROUND_TRIP_BYTES, |t| t.bytes);
     let split =
         round_trips.map(|t| format!("PUT {}, GET {}", millis(t.put.median), millis(t.get.median)));
     let round_trip = pick(&s.round_trips, |t| t.total);
-    let mut rows = vec![
+    vec![
         Row {
             workload: format!(
                 "snapshot PUT then GET of {} (pseudo-random), one agent",
@@ -180,26 +216,33 @@ pub fn snapshot_rows(r: &Results) -> Vec<Row> {
             baseline: Some(Figure::latency(&r.native_round_trip_hashed)),
             goals: Vec::new(),
         },
-        Row {
-            workload: format!(
-                "peak RSS of a fresh host during one {} snapshot PUT, then its GET",
-                size(
-                    r.peak_rss
-                        .as_ref()
-                        .map_or(crate::workloads::memory::LARGEST, |m| m.body)
-                        as u64
-                )
-            ),
-            stasis: Figure::memory(&r.peak_rss),
-            stasis_note: None,
-            baseline_name: "—".into(),
-            baseline: None,
-            // Split and assembled streaming: the peak must not grow with the body.
-            goals: vec![Goal::MaxCopies(0.25)],
-        },
-    ];
+    ]
+}
+
+/// The host's peak memory around the largest PUT and its GET.
+fn peak_rss_row(r: &Results) -> Row {
+    Row {
+        workload: format!(
+            "peak RSS of a fresh host during one {} snapshot PUT, then its GET",
+            size(
+                r.peak_rss
+                    .as_ref()
+                    .map_or(crate::workloads::memory::LARGEST, |m| m.body) as u64
+            )
+        ),
+        stasis: Figure::memory(&r.peak_rss),
+        stasis_note: None,
+        baseline_name: "—".into(),
+        baseline: None,
+        // Split and assembled streaming: the peak must not grow with the body.
+        goals: vec![Goal::MaxCopies(0.25)],
+    }
+}
+
+/// `snapshot push --whole-file` of a live database, against a raw PUT.
+fn whole_push_row(s: &StateFigures) -> Row {
     let push = s.push.as_ref().ok();
-    rows.push(Row {
+    Row {
         workload: format!(
             "`snapshot push --whole-file` (stasis-client) of a live {} SQLite database (WAL \
              mode, open, no writer)",
@@ -223,10 +266,13 @@ pub fn snapshot_rows(r: &Results) -> Vec<Row> {
         ),
         baseline: Some(Figure::latency(&s.push_raw)),
         goals: Vec::new(),
-    });
-    rows.extend(crate::chunk_rows::host_rows(s));
+    }
+}
+
+/// The conversation rebuilt by the server, against a plain read.
+fn conversation_row(s: &StateFigures) -> Row {
     let rebuild = s.conversation.as_ref().ok();
-    rows.push(Row {
+    Row {
         workload: format!(
             "`GET /conversation?max_turns=1000&max_tokens=1000000` of {} streamed message events{}",
             thousands_sep(rebuild.map_or(conversation::EVENTS, |c| c.events)),
@@ -242,9 +288,13 @@ pub fn snapshot_rows(r: &Results) -> Vec<Row> {
         baseline_name: "`GET /events?after=0&limit=10000` of the same events".into(),
         baseline: Some(Figure::latency(&s.conversation_read)),
         goals: vec![Goal::MaxRatio(2.0)],
-    });
+    }
+}
+
+/// A new container's recovery, against the issue's figures.
+fn recovery_row(s: &StateFigures) -> Row {
     let recovered = s.recovery.as_ref().ok();
-    rows.push(Row {
+    Row {
         workload: format!(
             "recovery: a new container's first heartbeat → {} agents' kilo.db ({} each) \
              downloaded and sha256-verified + the Mayor's dispatch in hand",
@@ -268,6 +318,5 @@ pub fn snapshot_rows(r: &Results) -> Vec<Row> {
             .into(),
         baseline: None,
         goals: vec![Goal::MaxMedian(Duration::from_secs(2))],
-    });
-    rows
+    }
 }
