@@ -15,21 +15,34 @@ pub(super) fn state_rows(
     edge: &StateFigures,
     row: impl Fn(&str, Work, Figure, Figure) -> EdgeRow,
 ) -> Vec<EdgeRow> {
-    /// "what: host X; edge Y" for a secondary latency of both sides.
-    fn both<T>(
-        what: &str,
-        host: &Measured<T>,
-        edge: &Measured<T>,
-        f: impl Fn(&T) -> Latency,
-    ) -> Option<String> {
-        let side = |m: &Measured<T>| {
-            m.as_ref()
-                .ok()
-                .map_or("—".to_owned(), |t| millis(f(t).median))
-        };
-        (host.is_ok() || edge.is_ok())
-            .then(|| format!("{what}: host {}, edge {}", side(host), side(edge)))
-    }
+    vec![
+        round_trip_row(host, edge, &row),
+        push_row(host, edge, &row),
+        rebuild_row(host, edge, &row),
+        recovery_row(host, edge, &row),
+    ]
+}
+
+/// Builds a row of a workload both sides ran.
+type RowOf<'a> = &'a dyn Fn(&str, Work, Figure, Figure) -> EdgeRow;
+
+/// "what: host X, edge Y" for a secondary latency of both sides.
+fn both<T>(
+    what: &str,
+    host: &Measured<T>,
+    edge: &Measured<T>,
+    f: impl Fn(&T) -> Latency,
+) -> Option<String> {
+    let side = |m: &Measured<T>| {
+        m.as_ref()
+            .ok()
+            .map_or("—".to_owned(), |t| millis(f(t).median))
+    };
+    (host.is_ok() || edge.is_ok())
+        .then(|| format!("{what}: host {}, edge {}", side(host), side(edge)))
+}
+
+fn round_trip_row(host: &StateFigures, edge: &StateFigures, row: RowOf<'_>) -> EdgeRow {
     let bytes = host
         .round_trips
         .as_ref()
@@ -47,7 +60,10 @@ pub(super) fn state_rows(
     round_trip
         .note
         .extend(both("GET", &host.round_trips, &edge.round_trips, |t| t.get));
+    round_trip
+}
 
+fn push_row(host: &StateFigures, edge: &StateFigures, row: RowOf<'_>) -> EdgeRow {
     let mut push = row(
         "`snapshot push` (stasis-client) of a live SQLite database",
         Work::Push,
@@ -66,7 +82,10 @@ pub(super) fn state_rows(
         &edge.push_raw,
         |l| *l,
     ));
+    push
+}
 
+fn rebuild_row(host: &StateFigures, edge: &StateFigures, row: RowOf<'_>) -> EdgeRow {
     let mut rebuild = row(
         "`GET /conversation` of 10,000 streamed message events",
         Work::Conversation,
@@ -79,7 +98,10 @@ pub(super) fn state_rows(
         &edge.conversation_read,
         |l| *l,
     ));
+    rebuild
+}
 
+fn recovery_row(host: &StateFigures, edge: &StateFigures, row: RowOf<'_>) -> EdgeRow {
     let mut recovery = row(
         "recovery: first heartbeat → 3 kilo.db downloaded and verified + the Mayor's dispatch",
         Work::Recovery,
@@ -114,5 +136,5 @@ pub(super) fn state_rows(
                 .push(format!("{side}: **{retries} retried requests**"));
         }
     }
-    vec![round_trip, push, rebuild, recovery]
+    recovery
 }
