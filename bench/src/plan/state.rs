@@ -25,6 +25,14 @@ use std::sync::Arc;
 /// Snapshots, `snapshot push`, the conversation rebuild and recovery, each
 /// on the host then the edge, the native baselines right beside the host's.
 pub(super) fn state_workloads(ctx: &Ctx, host: &Server, edge: &Server, r: &mut Results) {
+    round_trips(ctx, host, edge, r);
+    pushes(ctx, host, edge, r);
+    rebuilds(ctx, host, edge, r);
+    recoveries(ctx, host, edge, r);
+}
+
+/// The 24 MiB PUT + GET, between its two native baselines.
+fn round_trips(ctx: &Ctx, host: &Server, edge: &Server, r: &mut Results) {
     let budget = ctx.budget;
     let body = Bytes::from(snapshot::random_bytes(snapshot::ROUND_TRIP_BYTES, 1));
     let bytes = size(body.len() as u64);
@@ -43,7 +51,11 @@ pub(super) fn state_workloads(ctx: &Ctx, host: &Server, edge: &Server, r: &mut R
     );
     r.edge.state.round_trips = ctx.measure(edge, Work::SnapshotRoundTrip, &what, round_trips);
     drop(body);
+}
 
+/// `snapshot push` of a live database (whole, then by chunks), and the pulls.
+fn pushes(ctx: &Ctx, host: &Server, edge: &Server, r: &mut Results) {
+    let budget = ctx.budget;
     let db = ctx.native(
         &format!(
             "native: a live {} SQLite database",
@@ -77,7 +89,11 @@ pub(super) fn state_workloads(ctx: &Ctx, host: &Server, edge: &Server, r: &mut R
     (r.edge.state.push, r.edge.state.push_raw) = push_then_put(edge);
     chunk_workloads(ctx, host, edge, &db, r);
     drop(db);
+}
 
+/// The conversation rebuild, against a plain read of the same events.
+fn rebuilds(ctx: &Ctx, host: &Server, edge: &Server, r: &mut Results) {
+    let budget = ctx.budget;
     let session = "ses-main";
     let stream = conversation::stream(conversation::EVENTS, session);
     // The rebuilds are charged CPU time; their baseline, the plain read of
@@ -109,7 +125,11 @@ pub(super) fn state_workloads(ctx: &Ctx, host: &Server, edge: &Server, r: &mut R
     };
     (r.state.conversation, r.state.conversation_read) = rebuilds(host);
     (r.edge.state.conversation, r.edge.state.conversation_read) = rebuilds(edge);
+}
 
+/// A new container's recovery.
+fn recoveries(ctx: &Ctx, host: &Server, edge: &Server, r: &mut Results) {
+    let budget = ctx.budget;
     let recoveries = |server: &Server| -> Measured<Recoveries> {
         let town = format!("{}-recovery", ctx.town);
         let side = server.side.name();
