@@ -30,21 +30,12 @@ pub(super) fn spawned(
     peer: &Target,
     results: &mut Results,
 ) -> Result<()> {
-    let secret = random_hex(32)?;
-    let config = |name: &str, durability| -> Result<HostConfig> {
-        let data_dir = tmp.join(name);
-        std::fs::create_dir_all(&data_dir)?;
-        Ok(HostConfig {
-            bin: options.stasis_bin.clone(),
-            data_dir,
-            durability,
-            secret: secret.clone(),
-            log: tmp.join(format!("{name}.log")),
-            extra_args: Vec::new(),
-        })
+    let configs = Configs {
+        bin: options.stasis_bin.clone(),
+        tmp,
+        secret: random_hex(32)?,
     };
-
-    let fsync = config("stasis-fsync", HostDurability::Fsync)?;
+    let fsync = configs.config("stasis-fsync", HostDurability::Fsync)?;
     let host = start_host(ctx, &fsync);
     let stasis = Server {
         side: Side::Host,
@@ -62,7 +53,7 @@ pub(super) fn spawned(
     stop_host(host);
 
     // A fresh host, so that its peak memory is the PUT's.
-    let rss = config("stasis-rss", HostDurability::Fsync)?;
+    let rss = configs.config("stasis-rss", HostDurability::Fsync)?;
     results.peak_rss = step(
         &format!(
             "stasis: peak RSS during one {} PUT and GET (fresh host)",
@@ -76,7 +67,6 @@ pub(super) fn spawned(
             ))
         },
     );
-
     if options.only_snapshots {
         return Ok(());
     }
@@ -88,8 +78,34 @@ pub(super) fn spawned(
                 .block_on(startup::starts(&fsync, &probe, ctx.budget.starts))
         })
     });
+    durability_os(ctx, &configs, results)
+}
 
-    let os = config("stasis-os", HostDurability::Os)?;
+/// The hosts' configs: one data folder and log per host, one secret.
+struct Configs<'a> {
+    bin: std::path::PathBuf,
+    tmp: &'a Path,
+    secret: String,
+}
+
+impl Configs<'_> {
+    fn config(&self, name: &str, durability: HostDurability) -> Result<HostConfig> {
+        let data_dir = self.tmp.join(name);
+        std::fs::create_dir_all(&data_dir)?;
+        Ok(HostConfig {
+            bin: self.bin.clone(),
+            data_dir,
+            durability,
+            secret: self.secret.clone(),
+            log: self.tmp.join(format!("{name}.log")),
+            extra_args: Vec::new(),
+        })
+    }
+}
+
+/// Single appends on a `--durability os` host, after their native baseline.
+fn durability_os(ctx: &Ctx, configs: &Configs<'_>, results: &mut Results) -> Result<()> {
+    let os = configs.config("stasis-os", HostDurability::Os)?;
     results.native_commit_os = ctx.native("native: one-row commits, synchronous=NORMAL", |dir| {
         native::single_row_commits(dir, SMALL, Durability::Os, ctx.budget.native_latency)
     });
