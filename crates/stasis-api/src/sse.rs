@@ -40,7 +40,6 @@ enum Step {
 
 /// The stream's body: SSE frames, comments and, on failure, one `error` event.
 pub fn stream<O: Objects + 'static>(objects: O, tail: Tail) -> impl Stream<Item = Bytes> + 'static {
-    let opened_at = objects.now_ms();
     let Tail {
         key,
         mut query,
@@ -48,64 +47,84 @@ pub fn stream<O: Objects + 'static>(objects: O, tail: Tail) -> impl Stream<Item 
     } = tail;
     let opening = Bytes::from(format!(": stasis event stream after={}\n\n", query.after));
     query.after = first_page.next_after;
-    let state = (objects, key, query, Step::Send(first_page), opened_at);
-    let frames = futures::stream::unfold(
-        state,
-        |(objects, key, mut query, step, mut last_output)| async move {
-            let mut step = step;
-            loop {
-                match step {
-                    Step::Done => return None,
-                    Step::Send(page) => {
-                        let next = if page.has_more {
-                            Step::Read
-                        } else {
-                            Step::Wait {
-                                last_seq: page.last_seq,
-                            }
-                        };
-                        if page.events.is_empty() {
-                            step = next;
-                            continue;
+    let state = Tailing {
+        last_output: objects.now_ms(),
+        objects,
+        key,
+        query,
+        step: Step::Send(first_page),
+    };
+    let frames = futures::stream::unfold(state, Tailing::next_chunk);
+    futures::StreamExt::chain(futures::stream::once(async move { opening }), frames)
+}
+
+/// A live tail between two chunks of its body.
+struct Tailing<O> {
+    objects: O,
+    key: AgentKey,
+    query: ReadQuery,
+    step: Step,
+    /// When the stream last sent something (ms).
+    last_output: i64,
+}
+
+impl<O: Objects> Tailing<O> {
+    /// The next chunk of the body, and the state after it; `None` ends it.
+    async fn next_chunk(mut self) -> Option<(Bytes, Self)> {
+        loop {
+            match std::mem::replace(&mut self.step, Step::Done) {
+                Step::Done => return None,
+                Step::Send(page) => {
+                    self.step = if page.has_more {
+                        Step::Read
+                    } else {
+                        Step::Wait {
+                            last_seq: page.last_seq,
                         }
-                        last_output = objects.now_ms();
-                        let chunk = frames_of(&page);
-                        return Some((chunk, (objects, key, query, next, last_output)));
-                    }
-                    Step::Read => match objects.agent(&key, op::read_events(query.clone())).await {
-                        Ok(page) => {
-                            query.after = page.next_after;
-                            step = Step::Send(page);
-                        }
-                        Err(err) => {
-                            return Some((
-                                error_frame(err.into()),
-                                (objects, key, query, Step::Done, last_output),
-                            ));
-                        }
-                    },
-                    Step::Wait { last_seq } => {
-                        let idle = Duration::from_millis(
-                            u64::try_from(objects.now_ms().saturating_sub(last_output))
-                                .unwrap_or(0),
-                        );
-                        let Some(remaining) = KEEP_ALIVE.checked_sub(idle).filter(|d| !d.is_zero())
-                        else {
-                            last_output = objects.now_ms();
-                            let keep_alive = Bytes::from_static(b": keep-alive\n\n");
-                            return Some((
-                                keep_alive,
-                                (objects, key, query, Step::Wait { last_seq }, last_output),
-                            ));
-                        };
-                        objects.wait_for_events(&key, last_seq, remaining).await;
-                        step = Step::Read;
+                    };
+                    if !page.events.is_empty() {
+                        self.last_output = self.objects.now_ms();
+                        return Some((frames_of(&page), self));
                     }
                 }
+                Step::Read => match self
+                    .objects
+                    .agent(&self.key, op::read_events(self.query.clone()))
+                    .await
+                {
+                    Ok(page) => {
+                        self.query.after = page.next_after;
+                        self.step = Step::Send(page);
+                    }
+                    // The step stays `Done`: the error event is the last chunk.
+                    Err(err) => return Some((error_frame(err.into()), self)),
+                },
+                Step::Wait { last_seq } => {
+                    self.step = Step::Wait { last_seq };
+                    if let Some(keep_alive) = self.wait(last_seq).await {
+                        return Some((keep_alive, self));
+                    }
+                    self.step = Step::Read;
+                }
             }
-        },
-    );
-    futures::StreamExt::chain(futures::stream::once(async move { opening }), frames)
+        }
+    }
+
+    /// Waits for events past `last_seq` until the stream would have been
+    /// silent for [`KEEP_ALIVE`]; the keep-alive comment when that time came
+    /// first.
+    async fn wait(&mut self, last_seq: u64) -> Option<Bytes> {
+        let silent = u64::try_from(self.objects.now_ms().saturating_sub(self.last_output));
+        let idle = Duration::from_millis(silent.unwrap_or(0));
+        let Some(remaining) = KEEP_ALIVE.checked_sub(idle).filter(|d| !d.is_zero()) else {
+            self.last_output = self.objects.now_ms();
+            return Some(Bytes::from_static(b": keep-alive\n\n"));
+        };
+        self.objects
+            .wait_for_events(&self.key, last_seq, remaining)
+            .await;
+        None
+    }
 }
 
 /// `id: <seq>` and `data: <event JSON>` for each event of the page.
