@@ -12,7 +12,7 @@ use stasis_domain::{
     ids::AgentKey,
     snapshot::{
         self, Precondition, PutRequest, SnapshotCall, SnapshotMeta, chunk_saga,
-        saga::{self, SnapshotObject},
+        saga::{self, BlobStore as _, SnapshotObject},
         whole::{WholeReader, WholeWriter},
     },
 };
@@ -52,7 +52,8 @@ where
     let object = objects.snapshot_object(key);
     let blobs = objects.snapshot_blobs()?;
     let size_hint = crate::content_length(headers)?;
-    let mut writer = WholeWriter::new(request, size_hint, objects.now_ms());
+    let min_chunk_size = blobs.min_split_chunk_size();
+    let mut writer = WholeWriter::new(request, size_hint, objects.now_ms(), min_chunk_size);
     while let Some(piece) = body.next().await {
         writer
             .write(&object, &blobs, &piece?, objects.now_ms())

@@ -70,6 +70,14 @@ pub trait BlobStore {
         }
     }
 
+    /// The smallest chunk a whole-file PUT is split into here (rounded up
+    /// to a power of two). A store where each value costs a file, an fsync
+    /// and a rename asks for fewer, larger chunks; a chunk is held in
+    /// memory while it is written, so this bounds a PUT's memory too.
+    fn min_split_chunk_size(&self) -> u64 {
+        super::manifest::SERVER_MIN_CHUNK_SIZE
+    }
+
     /// Lowercase hex sha256 of `bytes`. A runtime with a faster native
     /// digest than the portable one (the Workers runtime's WebCrypto)
     /// overrides it; the result must be the same.

@@ -34,9 +34,15 @@ pub struct WholeWriter {
 
 impl WholeWriter {
     /// A writer for a body of `size_hint` bytes, if known, that began at
-    /// `started_at` (ms).
-    pub fn new(request: PutRequest, size_hint: Option<u64>, started_at: i64) -> Self {
-        let chunk_size = server_chunk_size(size_hint, request.limit);
+    /// `started_at` (ms), into chunks of at least `min_chunk_size` bytes
+    /// (the store's [`BlobStore::min_split_chunk_size`]).
+    pub fn new(
+        request: PutRequest,
+        size_hint: Option<u64>,
+        started_at: i64,
+        min_chunk_size: u64,
+    ) -> Self {
+        let chunk_size = server_chunk_size(size_hint, request.limit, min_chunk_size);
         Self {
             request,
             chunk_size: usize::try_from(chunk_size).unwrap_or(usize::MAX),
