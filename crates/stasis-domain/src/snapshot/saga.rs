@@ -45,13 +45,14 @@ pub trait BlobStore {
     /// [`BlobStore::settle`] makes durable (and, on a store that needs it,
     /// visible) all at once: until then nothing may rely on it. A store
     /// whose writes cost little apart keeps the default, a plain
-    /// [`BlobStore::put`].
+    /// [`BlobStore::put`]. The value is handed over, so that a store that
+    /// writes it elsewhere need not copy it.
     fn put_batched(
         &self,
         key: &str,
-        value: &[u8],
+        value: Vec<u8>,
     ) -> impl Future<Output = Result<(), DomainError>> {
-        self.put(key, value)
+        async move { self.put(key, &value).await }
     }
 
     /// Makes every value this handle stored with [`BlobStore::put_batched`]

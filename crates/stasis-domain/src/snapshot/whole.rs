@@ -76,6 +76,8 @@ impl WholeWriter {
             // body that fits the inline limit never reaches KV.
             if self.buffer.len() == self.chunk_size {
                 self.flush(object, blobs).await?;
+                // The next chunk's room at once, not grown by copies.
+                self.buffer.reserve_exact(self.chunk_size);
             }
             let room = self.chunk_size - self.buffer.len();
             let (now, later) = data.split_at(room.min(data.len()));
@@ -92,10 +94,10 @@ impl WholeWriter {
     ) -> Result<(), DomainError> {
         let bytes = std::mem::take(&mut self.buffer);
         let name = blobs.sha256_hex(&bytes).await;
-        blobs
-            .put_batched(&chunk_key(&self.request.key_prefix, &name), &bytes)
-            .await?;
         let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+        blobs
+            .put_batched(&chunk_key(&self.request.key_prefix, &name), bytes)
+            .await?;
         self.chunks.push(name.clone());
         self.unrecorded.push((name, size));
         if self.unrecorded.len() >= RECORD_BATCH {

@@ -1,0 +1,56 @@
+use super::*;
+use stasis_sqlite::Durability;
+
+const PREFIX: &str = "t/r/a/";
+
+fn blobs() -> (tempfile::TempDir, Arc<KvFolder>, HostBlobs) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kv = Arc::new(KvFolder::new(dir.path().join("kv"), Durability::Fsync));
+    let blobs = HostBlobs::open(&kv).expect("bucket");
+    (dir, kv, blobs)
+}
+
+fn temp_files(dir: &tempfile::TempDir) -> usize {
+    std::fs::read_dir(dir.path().join("kv").join(KV_BUCKET).join(".tmp")).map_or(0, Iterator::count)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_values_written_in_the_background_appear_once_settled() {
+    let (dir, kv, blobs) = blobs();
+    let bucket = kv.open(KV_BUCKET).expect("bucket");
+    for k in 0..(WRITES_IN_FLIGHT + 3) {
+        blobs
+            .put_batched(&format!("{PREFIX}v{k}"), format!("value {k}").into_bytes())
+            .await
+            .expect("staged");
+    }
+    assert_eq!(kv.get(&bucket, &format!("{PREFIX}v0")).expect("get"), None);
+    blobs.settle().await.expect("settled");
+    for k in 0..(WRITES_IN_FLIGHT + 3) {
+        let value = kv.get(&bucket, &format!("{PREFIX}v{k}")).expect("get");
+        assert_eq!(value, Some(format!("value {k}").into_bytes()));
+    }
+    assert_eq!(temp_files(&dir), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_never_settled_leave_no_temporary_file() {
+    let (dir, kv, blobs) = blobs();
+    for k in 0..(WRITES_IN_FLIGHT + 2) {
+        blobs
+            .put_batched(&format!("{PREFIX}v{k}"), vec![1; 1000])
+            .await
+            .expect("staged");
+    }
+    drop(blobs);
+    // Writes still running when the handle went are discarded once done.
+    for _ in 0..200 {
+        if temp_files(&dir) == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(temp_files(&dir), 0);
+    let bucket = kv.open(KV_BUCKET).expect("bucket");
+    assert_eq!(kv.list(&bucket, "", None).expect("list").0.len(), 0);
+}
