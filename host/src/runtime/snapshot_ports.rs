@@ -2,7 +2,8 @@
 //! the session component, like every agent call) and the KV folder. The
 //! domain's snapshot sagas run over them in the host process, so snapshot
 //! bytes never enter a guest and are hashed natively (`sha2`, which uses
-//! the CPU's SHA extensions where it has them).
+//! the CPU's SHA extensions where it has them), a chunk's own hash on a
+//! second thread while the file's running hash takes it on the first.
 //!
 //! A whole-file PUT's chunks are written and fsynced in the background
 //! while the body still arrives (a few at a time, which bounds the memory
@@ -20,8 +21,9 @@ use stasis_domain::{
     agent::{AgentCall, AgentReply},
     ids::AgentKey,
     snapshot::{
-        KV_BUCKET, SnapshotCall, SnapshotReply,
+        KV_BUCKET, RunningHash, SnapshotCall, SnapshotReply,
         saga::{BlobStore, SnapshotObject},
+        sha256_hex,
     },
 };
 use std::{
@@ -203,6 +205,16 @@ impl BlobStore for HostBlobs {
 
     fn min_split_chunk_size(&self) -> u64 {
         SPLIT_CHUNK_SIZE
+    }
+
+    /// The chunk's hash on a scoped thread while this one feeds the file's.
+    async fn hash_chunk(&self, whole: &mut RunningHash, chunk: &[u8]) -> String {
+        std::thread::scope(|scope| {
+            let named = scope.spawn(|| sha256_hex(chunk));
+            whole.update(chunk);
+            // A hashing thread that could not finish: hash here instead.
+            named.join().unwrap_or_else(|_| sha256_hex(chunk))
+        })
     }
 
     async fn delete_all(&self, keys: &[String]) -> Result<(), DomainError> {

@@ -7,8 +7,8 @@
 //! crash leaves at worst an orphaned key, which [`sweep`] removes.
 
 use super::{
-    Located, PutRequest, Reserved, SnapshotCall, SnapshotMeta, SnapshotReply, StagedSnapshot,
-    chunk_key, chunk_saga, digest, is_sha256_hex, rules,
+    Located, PutRequest, Reserved, RunningHash, SnapshotCall, SnapshotMeta, SnapshotReply,
+    StagedSnapshot, chunk_key, chunk_saga, digest, is_sha256_hex, rules,
 };
 use crate::{DomainError, Refusal, agent::ObjectEnv, sql::SqlStore};
 use std::future::Future;
@@ -77,6 +77,15 @@ pub trait BlobStore {
     /// memory while it is written, so this bounds a PUT's memory too.
     fn min_split_chunk_size(&self) -> u64 {
         super::manifest::SERVER_MIN_CHUNK_SIZE
+    }
+
+    /// Feeds `chunk` to the file's running hash `whole` and returns the
+    /// lowercase hex sha256 of `chunk` alone: a whole-file PUT needs both
+    /// of every chunk it splits off. A runtime with cores to spare hashes
+    /// the two at once; the results must be the same.
+    fn hash_chunk(&self, whole: &mut RunningHash, chunk: &[u8]) -> impl Future<Output = String> {
+        whole.update(chunk);
+        self.sha256_hex(chunk)
     }
 
     /// Lowercase hex sha256 of `bytes`. A runtime with a faster native

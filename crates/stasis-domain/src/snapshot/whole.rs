@@ -70,7 +70,6 @@ impl WholeWriter {
         }
         self.size += u64::try_from(data.len()).unwrap_or(u64::MAX);
         rules::check_size(self.size, self.request.limit)?;
-        self.whole.update(data);
         while !data.is_empty() {
             // A full buffer is written only once more bytes follow, so a
             // body that fits the inline limit never reaches KV.
@@ -93,7 +92,7 @@ impl WholeWriter {
         blobs: &impl BlobStore,
     ) -> Result<(), DomainError> {
         let bytes = std::mem::take(&mut self.buffer);
-        let name = blobs.sha256_hex(&bytes).await;
+        let name = blobs.hash_chunk(&mut self.whole, &bytes).await;
         let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
         blobs
             .put_batched(&chunk_key(&self.request.key_prefix, &name), bytes)
@@ -129,22 +128,16 @@ impl WholeWriter {
         object: &impl SnapshotObject,
         blobs: &impl BlobStore,
     ) -> Result<SnapshotMeta, DomainError> {
-        let sha256 = std::mem::take(&mut self.whole).finish_hex();
-        if let Some(expected) = &self.request.expected_sha256
-            && !expected.eq_ignore_ascii_case(&sha256)
-        {
-            return Err(DomainError::invalid(
-                SHA256_MISMATCH,
-                format!("the body hashes to {sha256}, not to the X-Stasis-Sha256 {expected}"),
-            ));
-        }
         let inline_limit = self.request.inline_limit.min(MAX_INLINE_LIMIT);
         if self.chunks.is_empty() && self.size <= inline_limit {
+            self.whole.update(&self.buffer);
+            self.check_sha256()?;
             return saga::put(object, blobs, &self.request, &self.buffer).await;
         }
         if !self.buffer.is_empty() {
             self.flush(object, blobs).await?;
         }
+        let sha256 = self.check_sha256()?;
         self.record(object, blobs).await?;
         let manifest = Manifest {
             size: self.size,
@@ -163,6 +156,19 @@ impl WholeWriter {
         // PUT, as single keys did; the PUT has succeeded whatever it meets.
         let _ = saga::sweep(object, blobs, &self.request.key_prefix).await;
         Ok(meta)
+    }
+
+    /// The whole body's sha256 (every byte fed), checked against
+    /// `X-Stasis-Sha256`.
+    fn check_sha256(&mut self) -> Result<String, DomainError> {
+        let sha256 = std::mem::take(&mut self.whole).finish_hex();
+        match &self.request.expected_sha256 {
+            Some(expected) if !expected.eq_ignore_ascii_case(&sha256) => Err(DomainError::invalid(
+                SHA256_MISMATCH,
+                format!("the body hashes to {sha256}, not to the X-Stasis-Sha256 {expected}"),
+            )),
+            _ => Ok(sha256),
+        }
     }
 }
 

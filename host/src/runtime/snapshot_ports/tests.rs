@@ -15,6 +15,22 @@ fn temp_files(dir: &tempfile::TempDir) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunk_hashed_beside_the_file_gets_the_same_hashes() {
+    let (_dir, _kv, blobs) = blobs();
+    let (first, second) = (vec![7u8; 300_000], vec![9u8; 5]);
+    let mut whole = RunningHash::default();
+    assert_eq!(
+        blobs.hash_chunk(&mut whole, &first).await,
+        sha256_hex(&first)
+    );
+    assert_eq!(
+        blobs.hash_chunk(&mut whole, &second).await,
+        sha256_hex(&second)
+    );
+    assert_eq!(whole.finish_hex(), sha256_hex(&[first, second].concat()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batched_values_written_in_the_background_appear_once_settled() {
     let (dir, kv, blobs) = blobs();
     let bucket = kv.open(KV_BUCKET).expect("bucket");
