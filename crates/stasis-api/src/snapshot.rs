@@ -180,15 +180,23 @@ pub fn stream<O: Snapshots + 'static>(
 
 /// What `reader` has left after `first` (if read already), verified; more
 /// chunks than one invocation may read are read range by range
-/// ([`crate::snapshot_ranges`]). An export's snapshot is read so too.
+/// ([`crate::snapshot_ranges`]), and a runtime without such a budget reads
+/// every chunk left as one range (through [`Snapshots::snapshot_range`],
+/// which may read ahead while earlier chunks are sent). An export's
+/// snapshot is read so too.
 pub(crate) fn read_rest<O: Snapshots + 'static>(
     objects: O,
     key: AgentKey,
     first: Option<Vec<u8>>,
     reader: WholeReader,
 ) -> impl Stream<Item = Result<Bytes, ApiError>> {
-    match objects.snapshot_range_chunks() {
-        Some(per_range) if reader.chunks_left() > per_range => {
+    let ranged = match objects.snapshot_range_chunks() {
+        Some(per_range) if reader.chunks_left() > per_range => Some(per_range),
+        None if reader.chunks_left() > 0 => Some(usize::MAX),
+        _ => None,
+    };
+    match ranged {
+        Some(per_range) => {
             let first = futures::stream::iter(first.map(|first| Ok(Bytes::from(first))));
             let rest = crate::snapshot_ranges::ranged(reader, per_range, move |chunks| {
                 objects.snapshot_range(&key, chunks)

@@ -15,6 +15,8 @@ use super::{
     kv_folder::{BucketHandle, KvError, KvFolder},
     objects::HostObjects,
 };
+use bytes::Bytes;
+use futures::Stream;
 use stasis_api::Objects;
 use stasis_domain::{
     DomainError,
@@ -23,7 +25,7 @@ use stasis_domain::{
     snapshot::{
         KV_BUCKET, RunningHash, SnapshotCall, SnapshotReply,
         saga::{BlobStore, SnapshotObject},
-        sha256_hex,
+        sha256_hex, whole,
     },
 };
 use std::{
@@ -147,6 +149,37 @@ impl HostBlobs {
             .map_err(kv_error)
     }
 }
+
+impl HostBlobs {
+    /// `chunks`' bytes, each verified against its name, in order: read and
+    /// hashed on a blocking thread up to [`READ_AHEAD`] chunks ahead of the
+    /// one being sent, so that reading, the chunk's hash and the file's
+    /// running hash (taken where the stream is polled) overlap. The thread
+    /// stops at the first failure, or when the stream is dropped.
+    pub fn read_ahead(
+        self,
+        key_prefix: String,
+        chunks: Vec<String>,
+    ) -> impl Stream<Item = Result<Bytes, DomainError>> {
+        let (sender, receiver) = tokio::sync::mpsc::channel(READ_AHEAD);
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            for name in chunks {
+                let read = runtime.block_on(whole::read_chunk(&self, &key_prefix, &name));
+                let failed = read.is_err();
+                if sender.blocking_send(read.map(Bytes::from)).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        futures::stream::unfold(receiver, |mut receiver| async move {
+            receiver.recv().await.map(|read| (read, receiver))
+        })
+    }
+}
+
+/// Verified chunks waiting to be sent, at most, besides the one being read.
+const READ_AHEAD: usize = 1;
 
 fn kv_error(err: KvError) -> DomainError {
     DomainError::Storage(format!("KV folder: {err}"))

@@ -1,4 +1,6 @@
 use super::*;
+use futures::StreamExt as _;
+use stasis_domain::snapshot::chunk_key;
 use stasis_sqlite::Durability;
 
 const PREFIX: &str = "t/r/a/";
@@ -69,4 +71,35 @@ async fn values_never_settled_leave_no_temporary_file() {
     assert_eq!(temp_files(&dir), 0);
     let bucket = kv.open(KV_BUCKET).expect("bucket");
     assert_eq!(kv.list(&bucket, "", None).expect("list").0.len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_ahead_stops_at_the_first_corrupt_chunk() {
+    let (_dir, kv, blobs) = blobs();
+    let bucket = kv.open(KV_BUCKET).expect("bucket");
+    let chunks: Vec<Vec<u8>> = (0u8..4).map(|k| vec![k; 100_000]).collect();
+    let names: Vec<String> = chunks.iter().map(|c| sha256_hex(c)).collect();
+    for (name, bytes) in names.iter().zip(&chunks) {
+        kv.set(&bucket, &chunk_key(PREFIX, name), bytes)
+            .expect("set");
+    }
+    let all: Vec<_> = blobs
+        .clone()
+        .read_ahead(PREFIX.into(), names.clone())
+        .collect()
+        .await;
+    let read: Vec<Vec<u8>> = all.into_iter().map(|r| r.expect("read").to_vec()).collect();
+    assert_eq!(read, chunks);
+
+    kv.set(&bucket, &chunk_key(PREFIX, &names[1]), b"not it")
+        .expect("corrupt");
+    let all: Vec<_> = blobs.read_ahead(PREFIX.into(), names).collect().await;
+    assert_eq!(
+        all.len(),
+        2,
+        "the chunk before, then the failure, then nothing"
+    );
+    assert_eq!(all[0].as_ref().expect("first chunk").to_vec(), chunks[0]);
+    let err = all[1].as_ref().expect_err("the corrupt chunk fails");
+    assert!(err.to_string().contains("snapshot_corrupt"), "{err}");
 }
