@@ -109,14 +109,16 @@ pub trait Snapshots {
 
     /// The most chunks one invocation may read: a whole-file read of more
     /// goes range by range through [`Self::snapshot_range`]. `None` (the
-    /// default): no such budget, the file is read in this invocation.
+    /// default): no such budget, the file is read in this invocation, its
+    /// chunks after the first as one range.
     fn snapshot_range_chunks(&self) -> Option<usize> {
         None
     }
 
     /// Reads `chunks` of the agent's store, each verified, in order. The
     /// default reads them here; the edge reads them in a fresh invocation
-    /// (a request to the agent's Durable Object) with its own KV budget.
+    /// (a request to the agent's Durable Object) with its own KV budget;
+    /// the host reads ahead on a blocking thread.
     fn snapshot_range(
         &self,
         key: &AgentKey,

@@ -13,7 +13,7 @@ use stasis_domain::{
     operation::snapshot as snapshot_op,
     snapshot::{
         self, Precondition, PutRequest, SnapshotMeta, chunk_saga,
-        saga::{self, SnapshotObject},
+        saga::{self, BlobStore as _, SnapshotObject},
         whole::{WholeReader, WholeWriter},
     },
 };
@@ -53,7 +53,8 @@ where
     let object = objects.snapshot_object(key);
     let blobs = objects.snapshot_blobs()?;
     let size_hint = crate::content_length(headers)?;
-    let mut writer = WholeWriter::new(request, size_hint, objects.now_ms());
+    let min_chunk_size = blobs.min_split_chunk_size();
+    let mut writer = WholeWriter::new(request, size_hint, objects.now_ms(), min_chunk_size);
     while let Some(piece) = body.next().await {
         writer
             .write(&object, &blobs, &piece?, objects.now_ms())
@@ -178,15 +179,23 @@ pub fn stream<O: Snapshots + 'static>(
 
 /// What `reader` has left after `first` (if read already), verified; more
 /// chunks than one invocation may read are read range by range
-/// ([`crate::snapshot_ranges`]). An export's snapshot is read so too.
+/// ([`crate::snapshot_ranges`]), and a runtime without such a budget reads
+/// every chunk left as one range (through [`Snapshots::snapshot_range`],
+/// which may read ahead while earlier chunks are sent). An export's
+/// snapshot is read so too.
 pub(crate) fn read_rest<O: Snapshots + 'static>(
     objects: O,
     key: AgentKey,
     first: Option<Vec<u8>>,
     reader: WholeReader,
 ) -> impl Stream<Item = Result<Bytes, ApiError>> {
-    match objects.snapshot_range_chunks() {
-        Some(per_range) if reader.chunks_left() > per_range => {
+    let ranged = match objects.snapshot_range_chunks() {
+        Some(per_range) if reader.chunks_left() > per_range => Some(per_range),
+        None if reader.chunks_left() > 0 => Some(usize::MAX),
+        _ => None,
+    };
+    match ranged {
+        Some(per_range) => {
             let first = futures::stream::iter(first.map(|first| Ok(Bytes::from(first))));
             let rest = crate::snapshot_ranges::ranged(reader, per_range, move |chunks| {
                 objects.snapshot_range(&key, chunks)

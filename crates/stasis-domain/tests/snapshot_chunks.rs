@@ -98,7 +98,7 @@ fn body(len: usize, seed: u8) -> Vec<u8> {
 /// Writes `bytes` through the whole-file writer, `piece` bytes at a time.
 fn write_whole(store: &SqliteStore, kv: &MemoryKv, bytes: &[u8], size_hint: u64) {
     let object = object(store);
-    let mut writer = WholeWriter::new(request(), Some(size_hint), 0);
+    let mut writer = WholeWriter::new(request(), Some(size_hint), 0, kv.min_split_chunk_size());
     for piece in bytes.chunks(300_000) {
         run_ready(writer.write(&object, kv, piece, 0))
             .expect("ready")

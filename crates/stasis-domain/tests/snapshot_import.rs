@@ -148,7 +148,12 @@ fn read_whole(store: &SqliteStore, kv: &MemoryKv) -> Vec<u8> {
 /// Makes `bytes` the current snapshot with a whole-file PUT.
 fn put_whole(store: &SqliteStore, kv: &MemoryKv, bytes: &[u8]) {
     let object = object(store, NOW);
-    let mut writer = WholeWriter::new(request(), Some(bytes.len() as u64), NOW);
+    let mut writer = WholeWriter::new(
+        request(),
+        Some(bytes.len() as u64),
+        NOW,
+        kv.min_split_chunk_size(),
+    );
     run_ready(writer.write(&object, kv, bytes, NOW))
         .expect("ready")
         .expect("written");
@@ -166,7 +171,12 @@ fn write_import(
     sha256: &str,
 ) -> (WholeWriter, Result<snapshot::StagedSnapshot, DomainError>) {
     let object = object(store, NOW);
-    let mut writer = WholeWriter::for_import(request(), Some(bytes.len() as u64), NOW);
+    let mut writer = WholeWriter::for_import(
+        request(),
+        Some(bytes.len() as u64),
+        NOW,
+        kv.min_split_chunk_size(),
+    );
     for piece in bytes.chunks(300_000) {
         run_ready(writer.write(&object, kv, piece, NOW))
             .expect("ready")

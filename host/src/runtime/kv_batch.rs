@@ -2,12 +2,12 @@
 //! whole-file snapshot PUT writes its chunks, and a collection deletes
 //! them, a batch at a time.
 //!
-//! A batched value is written to a temporary file without fsync; the
-//! batch's settle fsyncs every temporary file at once (from a few threads,
-//! so that the file system commits them together), then renames each into
-//! place and fsyncs each folder touched once. A key therefore only ever
-//! names a whole, durable value, as with [`KvFolder::set`]; what a crash
-//! leaves before the settle is temporary files, removed at the next start.
+//! A batched value is written to a temporary file and fsynced there (the
+//! host does this in the background while the PUT's body still arrives);
+//! the batch's settle renames each into place and fsyncs each folder
+//! touched once. A key therefore only ever names a whole, durable value,
+//! as with [`KvFolder::set`]; what a crash leaves before the settle is
+//! temporary files, removed at the next start.
 
 use super::kv_folder::{BucketHandle, KvError, KvFolder, create_dirs, key_path, sync_dir};
 use stasis_sqlite::Durability;
@@ -18,10 +18,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
-/// Threads that fsync a batch's files at once.
-const SYNC_THREADS: usize = 4;
-
-/// A value written to its temporary file, not yet in place.
+/// A value written to its temporary file (durably, with fsync durability),
+/// not yet in place.
 #[derive(Debug)]
 pub struct Staged {
     temp: PathBuf,
@@ -36,14 +34,20 @@ impl Staged {
 }
 
 impl KvFolder {
-    /// Writes `value` for `key` to a temporary file (no fsync): in place
-    /// and durable once [`KvFolder::settle`] ran.
+    /// Writes `value` for `key` to a temporary file, fsynced with fsync
+    /// durability: in place once [`KvFolder::settle`] ran.
     pub fn stage(&self, bucket: &BucketHandle, key: &str, value: &[u8]) -> Result<Staged, KvError> {
         let path = key_path(bucket, key)?;
         let temp = self
             .temp_file(bucket)
             .map_err(|(path, source)| KvError::Io { path, source })?;
-        let written = fs::File::create(&temp).and_then(|mut file| file.write_all(value));
+        let written = fs::File::create(&temp).and_then(|mut file| {
+            file.write_all(value)?;
+            if self.durability() == Durability::Fsync {
+                file.sync_all()?;
+            }
+            Ok(())
+        });
         if let Err(source) = written {
             let _ = fs::remove_file(&temp);
             return Err(KvError::Io { path: temp, source });
@@ -51,18 +55,12 @@ impl KvFolder {
         Ok(Staged { temp, path })
     }
 
-    /// Puts every staged value in place durably: all fsynced, then
-    /// renamed, then each folder fsynced once. On a failure the values not
-    /// yet in place are discarded.
+    /// Puts every staged value in place durably: each renamed, then each
+    /// folder fsynced once. On a failure the values not yet in place are
+    /// discarded.
     pub fn settle(&self, staged: Vec<Staged>) -> Result<(), KvError> {
         if staged.is_empty() {
             return Ok(());
-        }
-        if self.durability() == Durability::Fsync
-            && let Err((path, source)) = sync_files(&staged)
-        {
-            staged.into_iter().for_each(Staged::discard);
-            return Err(KvError::Io { path, source });
         }
         let mut folders = BTreeSet::new();
         let mut staged = staged.into_iter();
@@ -116,30 +114,6 @@ impl KvFolder {
         }
         Ok(())
     }
-}
-
-/// Fsyncs every staged file, a few at once; the first failure is the answer.
-fn sync_files(staged: &[Staged]) -> Result<(), (PathBuf, io::Error)> {
-    let per_thread = staged.len().div_ceil(SYNC_THREADS).max(1);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = staged
-            .chunks(per_thread)
-            .map(|part| {
-                scope.spawn(move || {
-                    for value in part {
-                        let synced = fs::File::open(&value.temp).and_then(|file| file.sync_all());
-                        synced.map_err(|err| (value.temp.clone(), err))?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        workers.into_iter().try_for_each(|worker| {
-            worker.join().unwrap_or_else(|_| {
-                Err((PathBuf::new(), io::Error::other("an fsync thread panicked")))
-            })
-        })
-    })
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ use super::{
     snapshot_ports::HostBlobs,
 };
 use crate::{config::ServeConfig, metrics::Metrics};
+use bytes::Bytes;
+use futures::{Stream, future::Either};
 use stasis_api::{AgentSnapshotObject, Objects, Snapshots};
 use stasis_domain::{
     DomainError,
@@ -230,5 +232,18 @@ impl Snapshots for HostObjects {
     /// The saga and the agent objects read the same clock.
     fn snapshot_clock_slack_ms(&self) -> i64 {
         0
+    }
+
+    /// Read ahead on a blocking thread while earlier chunks are sent.
+    fn snapshot_range(
+        &self,
+        key: &AgentKey,
+        chunks: Vec<String>,
+    ) -> impl Stream<Item = Result<Bytes, DomainError>> + use<> {
+        let prefix = stasis_domain::snapshot::key_prefix(key);
+        match self.snapshot_blobs() {
+            Ok(blobs) => Either::Left(blobs.read_ahead(prefix, chunks)),
+            Err(err) => Either::Right(futures::stream::once(std::future::ready(Err(err)))),
+        }
     }
 }

@@ -44,9 +44,11 @@ impl<B: BlobStore> Incoming<B> {
             pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
             clock_slack_ms: objects.snapshot_clock_slack_ms(),
         };
+        let blobs = objects.snapshot_blobs()?;
+        let min_chunk_size = blobs.min_split_chunk_size();
         Ok(Self {
-            writer: WholeWriter::for_import(request, size, objects.now_ms()),
-            blobs: objects.snapshot_blobs()?,
+            writer: WholeWriter::for_import(request, size, objects.now_ms(), min_chunk_size),
+            blobs,
             limit,
         })
     }

@@ -16,8 +16,10 @@ pub const MAX_CHUNKS: usize = 32_768;
 /// The chunk size a client picks unless it has a reason not to: small
 /// enough that a turn's scattered pages move about 1% of a 25 MB file.
 pub const CLIENT_MIN_CHUNK_SIZE: u64 = 32 * 1024;
-/// The smallest chunk size the server's own split (a whole-file PUT) uses:
-/// fewer, larger chunks mean fewer KV writes and fsyncs.
+/// The smallest chunk size the server's own split (a whole-file PUT) uses
+/// unless its store asks for larger ones
+/// ([`super::saga::BlobStore::min_split_chunk_size`]): fewer, larger chunks
+/// mean fewer KV writes and fsyncs.
 pub const SERVER_MIN_CHUNK_SIZE: u64 = 1024 * 1024;
 /// The most chunks the server's own split makes of a file of known size.
 pub const SERVER_MAX_CHUNKS: u64 = 1024;
@@ -101,17 +103,19 @@ pub fn client_chunk_size(size: u64) -> u64 {
     per_chunk.clamp(CLIENT_MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
 }
 
-/// The chunk size of the server's own split: at least 1 MiB, at most
+/// The chunk size of the server's own split: at least `floor` (rounded up
+/// to a power of two, within the chunk size bounds), at most
 /// [`SERVER_MAX_CHUNKS`] chunks when the size is known, and never more
 /// chunks than a manifest holds for a file at `limit`.
-pub fn server_chunk_size(size_hint: Option<u64>, limit: u64) -> u64 {
+pub fn server_chunk_size(size_hint: Option<u64>, limit: u64, floor: u64) -> u64 {
     let for_limit = limit.div_ceil(MAX_CHUNKS as u64).next_power_of_two();
     let for_size = size_hint
         .map(|size| size.div_ceil(SERVER_MAX_CHUNKS).next_power_of_two())
         .unwrap_or(for_limit);
     for_size
         .max(for_limit)
-        .clamp(SERVER_MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
+        .max(floor.next_power_of_two())
+        .clamp(MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
 }
 
 fn invalid(message: impl Into<String>) -> DomainError {
@@ -164,8 +168,15 @@ mod tests {
         assert_eq!(client_chunk_size(25_000_000), 32 * 1024);
         assert_eq!(client_chunk_size(1 << 30), 32 * 1024);
         assert_eq!(client_chunk_size(7 << 30), 256 * 1024);
-        assert_eq!(server_chunk_size(Some(24 << 20), 1 << 30), 1 << 20);
-        assert_eq!(server_chunk_size(Some(4 << 30), 8 << 30), 4 << 20);
-        assert_eq!(server_chunk_size(None, 1 << 30), 1 << 20);
+        let floor = SERVER_MIN_CHUNK_SIZE;
+        assert_eq!(server_chunk_size(Some(24 << 20), 1 << 30, floor), 1 << 20);
+        assert_eq!(server_chunk_size(Some(4 << 30), 8 << 30, floor), 4 << 20);
+        assert_eq!(server_chunk_size(None, 1 << 30, floor), 1 << 20);
+        assert_eq!(server_chunk_size(Some(24 << 20), 1 << 30, 8 << 20), 8 << 20);
+        assert_eq!(server_chunk_size(Some(100), 1 << 30, 3 << 20), 4 << 20);
+        assert_eq!(
+            server_chunk_size(Some(100), 1 << 30, 1 << 40),
+            MAX_CHUNK_SIZE
+        );
     }
 }

@@ -7,8 +7,8 @@
 //! crash leaves at worst an orphaned key, which [`sweep`] removes.
 
 use super::{
-    Located, PutRequest, Reserved, SnapshotMeta, StagedSnapshot, chunk_key, chunk_saga, digest,
-    is_sha256_hex, rules,
+    Located, PutRequest, Reserved, RunningHash, SnapshotMeta, StagedSnapshot, chunk_key,
+    chunk_saga, digest, is_sha256_hex, rules,
 };
 use crate::{
     DomainError, Refusal,
@@ -53,13 +53,14 @@ pub trait BlobStore {
     /// [`BlobStore::settle`] makes durable (and, on a store that needs it,
     /// visible) all at once: until then nothing may rely on it. A store
     /// whose writes cost little apart keeps the default, a plain
-    /// [`BlobStore::put`].
+    /// [`BlobStore::put`]. The value is handed over, so that a store that
+    /// writes it elsewhere need not copy it.
     fn put_batched(
         &self,
         key: &str,
-        value: &[u8],
+        value: Vec<u8>,
     ) -> impl Future<Output = Result<(), DomainError>> {
-        self.put(key, value)
+        async move { self.put(key, &value).await }
     }
 
     /// Makes every value this handle stored with [`BlobStore::put_batched`]
@@ -76,6 +77,23 @@ pub trait BlobStore {
             }
             Ok(())
         }
+    }
+
+    /// The smallest chunk a whole-file PUT is split into here (rounded up
+    /// to a power of two). A store where each value costs a file, an fsync
+    /// and a rename asks for fewer, larger chunks; a chunk is held in
+    /// memory while it is written, so this bounds a PUT's memory too.
+    fn min_split_chunk_size(&self) -> u64 {
+        super::manifest::SERVER_MIN_CHUNK_SIZE
+    }
+
+    /// Feeds `chunk` to the file's running hash `whole` and returns the
+    /// lowercase hex sha256 of `chunk` alone: a whole-file PUT needs both
+    /// of every chunk it splits off. A runtime with cores to spare hashes
+    /// the two at once; the results must be the same.
+    fn hash_chunk(&self, whole: &mut RunningHash, chunk: &[u8]) -> impl Future<Output = String> {
+        whole.update(chunk);
+        self.sha256_hex(chunk)
     }
 
     /// Lowercase hex sha256 of `bytes`. A runtime with a faster native

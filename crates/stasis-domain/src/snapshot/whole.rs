@@ -46,9 +46,15 @@ enum Target {
 
 impl WholeWriter {
     /// A writer for a body of `size_hint` bytes, if known, that began at
-    /// `started_at` (ms).
-    pub fn new(request: PutRequest, size_hint: Option<u64>, started_at: i64) -> Self {
-        let chunk_size = server_chunk_size(size_hint, request.limit);
+    /// `started_at` (ms), into chunks of at least `min_chunk_size` bytes
+    /// (the store's [`BlobStore::min_split_chunk_size`]).
+    pub fn new(
+        request: PutRequest,
+        size_hint: Option<u64>,
+        started_at: i64,
+        min_chunk_size: u64,
+    ) -> Self {
+        let chunk_size = server_chunk_size(size_hint, request.limit, min_chunk_size);
         Self {
             request,
             chunk_size: usize::try_from(chunk_size).unwrap_or(usize::MAX),
@@ -65,10 +71,15 @@ impl WholeWriter {
     /// A writer of an import's snapshot: its chunks are named by a manifest
     /// being written (so no collection takes them while the import lasts)
     /// and [`Self::stage`] hands it to the import instead of committing.
-    pub fn for_import(request: PutRequest, size_hint: Option<u64>, started_at: i64) -> Self {
+    pub fn for_import(
+        request: PutRequest,
+        size_hint: Option<u64>,
+        started_at: i64,
+        min_chunk_size: u64,
+    ) -> Self {
         Self {
             target: Target::Import(None),
-            ..Self::new(request, size_hint, started_at)
+            ..Self::new(request, size_hint, started_at, min_chunk_size)
         }
     }
 
@@ -92,12 +103,13 @@ impl WholeWriter {
         }
         self.size += u64::try_from(data.len()).unwrap_or(u64::MAX);
         rules::check_size(self.size, self.request.limit)?;
-        self.whole.update(data);
         while !data.is_empty() {
             // A full buffer is written only once more bytes follow, so a
             // body that fits the inline limit never reaches KV.
             if self.buffer.len() == self.chunk_size {
                 self.flush(object, blobs).await?;
+                // The next chunk's room at once, not grown by copies.
+                self.buffer.reserve_exact(self.chunk_size);
             }
             let room = self.chunk_size - self.buffer.len();
             let (now, later) = data.split_at(room.min(data.len()));
@@ -113,11 +125,13 @@ impl WholeWriter {
         blobs: &impl BlobStore,
     ) -> Result<(), DomainError> {
         let bytes = std::mem::take(&mut self.buffer);
-        let name = blobs.sha256_hex(&bytes).await;
-        blobs
-            .put_batched(&chunk_key(&self.request.key_prefix, &name), &bytes)
-            .await?;
+        // The chunk's name and the whole file's running hash in one go
+        // (on two threads where the store can).
+        let name = blobs.hash_chunk(&mut self.whole, &bytes).await;
         let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+        blobs
+            .put_batched(&chunk_key(&self.request.key_prefix, &name), bytes)
+            .await?;
         self.chunks.push(name.clone());
         self.unrecorded.push((name, size));
         if self.unrecorded.len() >= RECORD_BATCH {
@@ -168,7 +182,8 @@ impl WholeWriter {
         Ok(reserved.version)
     }
 
-    /// Checks the whole file's sha256 against `X-Stasis-Sha256`.
+    /// Checks the whole file's sha256 against `X-Stasis-Sha256`: every
+    /// byte must have been fed, by a flush or (inline) from the buffer.
     fn check_whole(&mut self) -> Result<String, DomainError> {
         let sha256 = std::mem::take(&mut self.whole).finish_hex();
         if let Some(expected) = &self.request.expected_sha256
@@ -200,14 +215,16 @@ impl WholeWriter {
     ) -> Result<StagedSnapshot, DomainError> {
         self.request.expected_sha256 = Some(sha256.to_owned());
         self.request.event_watermark = Some(event_watermark);
-        let sha256 = self.check_whole()?;
         if self.stays_inline() {
+            self.whole.update(&self.buffer);
+            self.check_whole()?;
             let body = std::mem::take(&mut self.buffer);
             return saga::stage(object, blobs, &self.request, &body).await;
         }
         if !self.buffer.is_empty() {
             self.flush(object, blobs).await?;
         }
+        let sha256 = self.check_whole()?;
         self.record(object, blobs).await?;
         let Target::Import(Some(version)) = self.target else {
             return Err(DomainError::Storage(
@@ -241,13 +258,15 @@ impl WholeWriter {
         object: &impl SnapshotObject,
         blobs: &impl BlobStore,
     ) -> Result<SnapshotMeta, DomainError> {
-        let sha256 = self.check_whole()?;
         if self.stays_inline() {
+            self.whole.update(&self.buffer);
+            self.check_whole()?;
             return saga::put(object, blobs, &self.request, &self.buffer).await;
         }
         if !self.buffer.is_empty() {
             self.flush(object, blobs).await?;
         }
+        let sha256 = self.check_whole()?;
         self.record(object, blobs).await?;
         let manifest = Manifest {
             size: self.size,
