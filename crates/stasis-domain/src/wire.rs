@@ -1,5 +1,5 @@
 //! The one encoding of object calls as they cross a boundary: the host to
-//! its `session` component (the WIT `session` and `town` exports carry
+//! its `state` component (the WIT `session` and `town` exports carry
 //! JSON text) and the edge worker to its Durable Objects.
 //!
 //! A request is a [`Request`]: the call, and the fence of a container
