@@ -73,11 +73,9 @@ pub async fn delta_pushes(
     let (mut deltas, mut wholes) = (Vec::new(), Vec::new());
     let mut largest: Option<PushTransfer> = None;
     let mut size = 0;
-    let mut round = 0u64;
     while (deltas.len() as u64) < bounds.count && Instant::now() < deadline {
-        round += 1;
         let previous = resync(&client, &agent, &db.path).await?;
-        db.one_turn(round)?;
+        db.one_turn()?;
         let (took, receipt) = push_once(&client, &agent, &db.path, Some(previous)).await?;
         let sent = receipt.transfer.context("no transfer figures")?;
         if sent.mode != TransferMode::Chunks {

@@ -14,7 +14,10 @@ use stasis_client::{
 };
 use std::{
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -99,6 +102,9 @@ pub fn live_database(dir: &Path, target: u64) -> Result<LiveDb> {
     })
 }
 
+/// Turns taken so far in this run, over every live database.
+static TURNS: AtomicU64 = AtomicU64::new(1);
+
 /// `part` rows a one-turn change rewrites: the issue measured 6 changed pages of a real
 /// kilo.db after one turn.
 pub const TURN_ROWS: u64 = 6;
@@ -106,7 +112,10 @@ pub const TURN_ROWS: u64 = 6;
 impl LiveDb {
     /// One agent turn's worth of writes: [`TURN_ROWS`] `part` rows spread over the file get
     /// new text of the same length (each row fills most of one page), in one transaction.
-    pub fn one_turn(&self, round: u64) -> Result<()> {
+    pub fn one_turn(&self) -> Result<()> {
+        // Every turn of the run writes text no earlier turn wrote, also when
+        // the host's rounds and then the edge's run over the same database.
+        let round = TURNS.fetch_add(1, Ordering::Relaxed);
         let rows: i64 = self
             .conn
             .query_row("SELECT count(*) FROM part", [], |row| row.get(0))?;
