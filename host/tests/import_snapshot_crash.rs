@@ -21,6 +21,10 @@ use support::{Server, admin};
 
 const AGENT: &str = "/api/towns/crash/rigs/r/agents/a";
 const MIB: usize = 1024 * 1024;
+/// The host's split of a snapshot into chunks (at least 4 MiB each).
+const SPLIT: usize = 4 * MIB;
+/// Chunks of `SPLIT` recorded together: a batch settles every 64 MiB.
+const BATCH: i64 = 16;
 
 /// `len` pseudo-random bytes (xorshift), different for every `seed`.
 fn noise(len: usize, seed: u64) -> Vec<u8> {
@@ -106,10 +110,10 @@ fn chunk_files(data: &Path) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-/// The server's split of `bytes` (1 MiB chunks), by name.
+/// The server's split of `bytes`, by name.
 fn chunk_names(bytes: &[u8]) -> BTreeSet<String> {
     bytes
-        .chunks(MIB)
+        .chunks(SPLIT)
         .map(|c| hex::encode(Sha256::digest(c)))
         .collect()
 }
@@ -118,12 +122,13 @@ fn chunk_names(bytes: &[u8]) -> BTreeSet<String> {
 fn a_host_killed_during_a_large_snapshot_import_keeps_the_old_snapshot_and_leaks_no_chunk() {
     let data = tempfile::tempdir().expect("temp dir");
     let server = Server::start(data.path(), &[]);
-    let old = noise(3 * MIB, 1);
+    let old = noise(3 * SPLIT, 1);
     import(&server, &manifest(&old));
     assert_eq!(chunk_files(data.path()), chunk_names(&old));
+    let old_chunks = i64::try_from(chunk_names(&old).len()).expect("a count");
 
-    // 80 MiB: the first 64 chunks are recorded once their batch settles,
-    // long before the body ends.
+    // 80 MiB: the first 16 chunks (64 MiB) are recorded once their batch
+    // settles, before the body ends.
     let large = manifest(&noise(80 * MIB, 2));
     let mut socket = TcpStream::connect(server.address()).expect("connect");
     write!(
@@ -138,7 +143,7 @@ fn a_host_killed_during_a_large_snapshot_import_keeps_the_old_snapshot_and_leaks
         .write_all(&large[..large.len() * 9 / 10])
         .expect("most of the body");
     let deadline = Instant::now() + Duration::from_secs(120);
-    while chunk_rows(data.path()) < 3 + 64 {
+    while chunk_rows(data.path()) < old_chunks + BATCH {
         assert!(
             Instant::now() < deadline,
             "the import never recorded chunks"
@@ -147,7 +152,7 @@ fn a_host_killed_during_a_large_snapshot_import_keeps_the_old_snapshot_and_leaks
     }
     server.kill_hard();
     assert!(
-        chunk_files(data.path()).len() >= 3 + 64,
+        i64::try_from(chunk_files(data.path()).len()).expect("a count") >= old_chunks + BATCH,
         "killed mid-import"
     );
 

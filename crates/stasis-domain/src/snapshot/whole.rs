@@ -18,8 +18,11 @@ use crate::{DomainError, operation::snapshot as snapshot_op};
 
 pub use super::whole_reader::{WholeReader, read_chunk};
 
-/// Chunks written to KV before the object records them, at most.
+/// Chunks written to KV before the object records them, at most...
 const RECORD_BATCH: usize = 64;
+/// ...and their bytes: a store that splits into larger chunks settles as
+/// often per byte as one of 1 MiB chunks.
+const RECORD_BATCH_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A whole-file PUT in progress.
 pub struct WholeWriter {
@@ -134,7 +137,8 @@ impl WholeWriter {
             .await?;
         self.chunks.push(name.clone());
         self.unrecorded.push((name, size));
-        if self.unrecorded.len() >= RECORD_BATCH {
+        let unrecorded_bytes: u64 = self.unrecorded.iter().map(|(_, size)| size).sum();
+        if self.unrecorded.len() >= RECORD_BATCH || unrecorded_bytes >= RECORD_BATCH_BYTES {
             self.record(object, blobs).await?;
         }
         Ok(())
