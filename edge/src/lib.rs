@@ -5,28 +5,24 @@
 //! This crate only adapts: requests to and from `http` types ([`convert`]),
 //! the [`stasis_api::Objects`] port over Durable Object stubs
 //! ([`objects`]), and the agent's and the town's Durable Objects running the
-//! domain over their own SQLite ([`agent_object`], [`town_object`],
-//! [`do_sql`]). Snapshots run the domain's saga in the worker, over the
+//! domain over their own SQLite ([`durable_objects`], [`do_sql`]). Snapshots run the domain's saga in the worker, over the
 //! agent's object and Workers KV ([`snapshots`]); a whole-file read of more
 //! chunks than one invocation's KV budget allows asks the agent's object
 //! for them range by range (its `/chunks` route), each a fresh invocation.
 
-mod agent_object;
 mod convert;
 mod do_sql;
+mod durable_objects;
 mod objects;
 mod request_log;
 mod settings;
 mod snapshots;
-mod town_object;
-mod transaction;
 
 use request_log::Answered;
 use stasis_api::{Api, ApiError, Reply};
 use worker::{Context, Env, Request, Response, Result, event};
 
-pub use agent_object::AgentObject;
-pub use town_object::TownObject;
+pub use durable_objects::{AgentObject, TownObject};
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {

@@ -1,7 +1,7 @@
 //! Every mapping between the WIT types of `wit/` and the domain's, on the
 //! guests' side: the `sql` import's values and errors, the event log's
 //! records, and the `error` variant every export answers with. The host's
-//! side of each is in `host/src/runtime/conversions.rs`.
+//! side of each is in `host/src/runtime/guests.rs`.
 
 use crate::bindings::stasis::objects::{sql, types};
 use stasis_domain::{

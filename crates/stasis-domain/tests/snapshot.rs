@@ -3,66 +3,19 @@
 
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 
+mod support;
+
 use stasis_domain::{
     DomainError,
     agent::{self, ObjectEnv},
     snapshot::{
         self, Precondition, PutRequest, StorageKind,
-        saga::{self, BlobStore, LocalObject},
+        saga::{self, LocalObject},
         sha256_hex,
     },
 };
 use stasis_sqlite::SqliteStore;
-use std::{cell::RefCell, collections::BTreeMap};
-
-/// KV in memory; `hidden` keys are "not propagated yet", `fail_puts`
-/// makes every write fail.
-#[derive(Default)]
-struct MemoryKv {
-    values: RefCell<BTreeMap<String, Vec<u8>>>,
-    hidden: RefCell<Vec<String>>,
-    fail_puts: bool,
-}
-
-impl BlobStore for MemoryKv {
-    async fn put(&self, key: &str, value: &[u8]) -> Result<(), DomainError> {
-        if self.fail_puts {
-            return Err(DomainError::Storage("disk full".into()));
-        }
-        let mut values = self.values.borrow_mut();
-        assert!(!values.contains_key(key), "a KV key is never overwritten");
-        values.insert(key.to_owned(), value.to_vec());
-        Ok(())
-    }
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, DomainError> {
-        if self.hidden.borrow().iter().any(|k| k == key) {
-            return Ok(None);
-        }
-        Ok(self.values.borrow().get(key).cloned())
-    }
-    async fn delete(&self, key: &str) -> Result<(), DomainError> {
-        self.values.borrow_mut().remove(key);
-        Ok(())
-    }
-    async fn list(
-        &self,
-        prefix: &str,
-        _cursor: Option<String>,
-    ) -> Result<(Vec<String>, Option<String>), DomainError> {
-        let keys = self
-            .values
-            .borrow()
-            .keys()
-            .filter(|k| k.starts_with(prefix))
-            .cloned()
-            .collect();
-        Ok((keys, None))
-    }
-    fn propagation_delays_ms(&self) -> &[u64] {
-        &[1, 1]
-    }
-    async fn pause(&self, _ms: u64) {}
-}
+use support::MemoryKv;
 
 /// The current snapshot and its bytes, if any.
 type Found = Option<(snapshot::SnapshotMeta, Option<Vec<u8>>)>;

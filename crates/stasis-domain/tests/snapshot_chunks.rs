@@ -6,6 +6,8 @@
 
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 
+mod support;
+
 use stasis_domain::{
     DomainError,
     agent::{self, ObjectEnv},
@@ -19,37 +21,7 @@ use stasis_domain::{
     },
 };
 use stasis_sqlite::SqliteStore;
-use std::{cell::RefCell, collections::BTreeMap};
-
-#[derive(Default)]
-struct MemoryKv(RefCell<BTreeMap<String, Vec<u8>>>);
-
-impl BlobStore for MemoryKv {
-    async fn put(&self, key: &str, value: &[u8]) -> Result<(), DomainError> {
-        self.0.borrow_mut().insert(key.to_owned(), value.to_vec());
-        Ok(())
-    }
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, DomainError> {
-        Ok(self.0.borrow().get(key).cloned())
-    }
-    async fn delete(&self, key: &str) -> Result<(), DomainError> {
-        self.0.borrow_mut().remove(key);
-        Ok(())
-    }
-    async fn list(
-        &self,
-        prefix: &str,
-        _cursor: Option<String>,
-    ) -> Result<(Vec<String>, Option<String>), DomainError> {
-        let values = self.0.borrow();
-        let keys = values.keys().filter(|k| k.starts_with(prefix)).cloned();
-        Ok((keys.collect(), None))
-    }
-    fn propagation_delays_ms(&self) -> &[u64] {
-        &[]
-    }
-    async fn pause(&self, _ms: u64) {}
-}
+use support::MemoryKv;
 
 const PREFIX: &str = "t/r/a/";
 
@@ -124,7 +96,7 @@ fn a_snapshot_in_the_layout_before_chunks_stays_readable() {
     run_ready(saga::put(&object(&store), &kv, &request(), &old))
         .expect("ready")
         .expect("stored");
-    assert!(kv.0.borrow().contains_key(&format!("{PREFIX}v1")));
+    assert!(kv.values.borrow().contains_key(&format!("{PREFIX}v1")));
     let plan = run_ready(chunk_saga::plan(&object(&store), false))
         .expect("ready")
         .expect("read")
@@ -143,7 +115,7 @@ fn a_snapshot_in_the_layout_before_chunks_stays_readable() {
     // A chunked snapshot supersedes it, and its single key goes.
     let new = body(3_000_000, 2);
     write_whole(&store, &kv, &new, new.len() as u64);
-    assert!(!kv.0.borrow().contains_key(&format!("{PREFIX}v1")));
+    assert!(!kv.values.borrow().contains_key(&format!("{PREFIX}v1")));
     assert_eq!(read_whole(&store, &kv).expect("whole"), new);
 }
 
@@ -152,7 +124,7 @@ fn the_whole_file_writer_splits_and_the_reader_assembles() {
     let (store, kv) = (store(), MemoryKv::default());
     let bytes = body(2_500_000, 3);
     write_whole(&store, &kv, &bytes, bytes.len() as u64);
-    let chunk_keys = kv.0.borrow().len();
+    let chunk_keys = kv.values.borrow().len();
     assert_eq!(chunk_keys, 3, "1 MiB chunks: 1 MiB, 1 MiB and the rest");
     assert_eq!(read_whole(&store, &kv).expect("whole"), bytes);
 }
@@ -167,7 +139,8 @@ fn a_corrupt_chunk_stops_the_reader_before_the_rest_is_handed_out() {
         .expect("read")
         .expect("a snapshot");
     let second = snapshot::chunk_key(PREFIX, &plan.chunks[1]);
-    kv.0.borrow_mut()
+    kv.values
+        .borrow_mut()
         .get_mut(&second)
         .expect("the second chunk")[10] ^= 1;
     let mut reader = WholeReader::new(plan, PREFIX.into());
@@ -193,7 +166,11 @@ fn a_collection_keeps_every_chunk_a_manifest_names() {
     run_ready(chunk_saga::collect_all(&object(&store), &kv, PREFIX, 10))
         .expect("ready")
         .expect("collected");
-    assert_eq!(kv.0.borrow().len(), 3, "the superseded last chunk went");
+    assert_eq!(
+        kv.values.borrow().len(),
+        3,
+        "the superseded last chunk went"
+    );
     assert_eq!(read_whole(&store, &kv).expect("whole"), second);
 }
 

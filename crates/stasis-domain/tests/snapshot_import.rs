@@ -8,6 +8,8 @@
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 #![allow(clippy::panic, reason = "tests fail loudly")]
 
+mod support;
+
 use stasis_domain::{
     DomainError,
     agent::{self, ObjectEnv},
@@ -20,43 +22,13 @@ use stasis_domain::{
     },
 };
 use stasis_sqlite::SqliteStore;
-use std::{cell::RefCell, collections::BTreeMap};
-
-#[derive(Default)]
-struct MemoryKv(RefCell<BTreeMap<String, Vec<u8>>>);
-
-impl BlobStore for MemoryKv {
-    async fn put(&self, key: &str, value: &[u8]) -> Result<(), DomainError> {
-        self.0.borrow_mut().insert(key.to_owned(), value.to_vec());
-        Ok(())
-    }
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, DomainError> {
-        Ok(self.0.borrow().get(key).cloned())
-    }
-    async fn delete(&self, key: &str) -> Result<(), DomainError> {
-        self.0.borrow_mut().remove(key);
-        Ok(())
-    }
-    async fn list(
-        &self,
-        prefix: &str,
-        _cursor: Option<String>,
-    ) -> Result<(Vec<String>, Option<String>), DomainError> {
-        let values = self.0.borrow();
-        let keys = values.keys().filter(|k| k.starts_with(prefix)).cloned();
-        Ok((keys.collect(), None))
-    }
-    fn propagation_delays_ms(&self) -> &[u64] {
-        &[]
-    }
-    async fn pause(&self, _ms: u64) {}
-}
+use support::MemoryKv;
 
 impl MemoryKv {
     /// The chunk keys KV holds.
     fn chunk_keys(&self) -> Vec<String> {
         let prefix = snapshot::chunk_key(PREFIX, "");
-        let values = self.0.borrow();
+        let values = self.values.borrow();
         values
             .keys()
             .filter(|k| k.starts_with(&prefix))
@@ -339,5 +311,5 @@ fn a_small_imported_snapshot_stays_inline() {
     import(&store, ImportCall::Stage { ticket, batch }).expect("stages");
     import(&store, ImportCall::Commit { ticket }).expect("commits");
     assert!(read_whole(&store, &kv) == small);
-    assert!(kv.0.borrow().is_empty(), "nothing went to KV");
+    assert!(kv.values.borrow().is_empty(), "nothing went to KV");
 }

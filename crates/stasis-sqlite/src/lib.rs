@@ -3,7 +3,8 @@
 //! The host uses it to answer its components' `sql` import; the domain's own
 //! tests use it so that the rules are checked against real SQLite. Statements
 //! go through rusqlite's prepared-statement cache: the rules issue the same
-//! few statements over and over.
+//! few statements over and over. The host's objects also take their
+//! transactions, savepoints and durable creation from here.
 
 pub use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ToSql};
@@ -58,6 +59,99 @@ impl SqliteStore {
     pub fn connection(&self) -> &Connection {
         &self.conn
     }
+
+    /// Opens the database at `path` and runs `migrate` in one transaction.
+    /// A new file's folders, and the file itself, are created and fsynced
+    /// into their parents, so that a new database survives a power cut as
+    /// well as its first commit does.
+    pub fn open_durably<E: From<StorageError>>(
+        path: &Path,
+        durability: Durability,
+        migrate: impl FnOnce(&Self) -> Result<(), E>,
+    ) -> Result<Self, E> {
+        let io = |err: std::io::Error| StorageError::Io(format!("{}: {err}", path.display()));
+        let is_new = !path.exists();
+        let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty());
+        if is_new && let Some(dir) = dir {
+            create_dir_durably(dir).map_err(io)?;
+        }
+        let db = Self::open(path, durability)?;
+        db.begin()?;
+        let migrated = migrate(&db);
+        db.finish(migrated)?;
+        if is_new && let Some(dir) = dir {
+            std::fs::File::open(dir)
+                .and_then(|dir| dir.sync_all())
+                .map_err(io)?;
+        }
+        Ok(db)
+    }
+
+    /// Starts a write transaction.
+    pub fn begin(&self) -> Result<(), StorageError> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(storage_error)
+    }
+
+    /// Commits when `outcome` is Ok (where the fsync happens), rolls back
+    /// otherwise or when the commit fails.
+    pub fn finish<T, E: From<StorageError>>(&self, outcome: Result<T, E>) -> Result<T, E> {
+        let committed = outcome.and_then(|value| {
+            self.conn
+                .execute_batch("COMMIT")
+                .map_err(|err| E::from(storage_error(err)))
+                .map(|()| value)
+        });
+        if committed.is_err() && !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        committed
+    }
+
+    /// Opens a savepoint inside the open transaction, so that one call can
+    /// be rolled back alone; close it with [`Savepoint::close`].
+    pub fn savepoint(&self) -> Result<Savepoint, StorageError> {
+        self.conn
+            .execute_batch("SAVEPOINT call")
+            .map_err(storage_error)?;
+        Ok(Savepoint(()))
+    }
+}
+
+/// A savepoint opened by [`SqliteStore::savepoint`].
+#[must_use = "a savepoint must be closed"]
+pub struct Savepoint(());
+
+impl Savepoint {
+    /// Keeps the savepoint's writes (`keep`) or rolls them back.
+    pub fn close(self, db: &SqliteStore, keep: bool) -> Result<(), StorageError> {
+        let statement = if keep {
+            "RELEASE call"
+        } else {
+            "ROLLBACK TO call; RELEASE call"
+        };
+        db.conn.execute_batch(statement).map_err(storage_error)
+    }
+}
+
+/// Creates `dir` and any missing parents, then fsyncs each new folder and
+/// the existing one above them, so that the new entries are durable.
+fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
+    let mut to_sync = Vec::new();
+    let mut current = Some(dir);
+    while let Some(path) = current {
+        to_sync.push(path.to_path_buf());
+        if path.exists() {
+            break;
+        }
+        current = path.parent().filter(|p| !p.as_os_str().is_empty());
+    }
+    std::fs::create_dir_all(dir)?;
+    for path in to_sync {
+        std::fs::File::open(&path)?.sync_all()?;
+    }
+    Ok(())
 }
 
 impl SqliteStore {

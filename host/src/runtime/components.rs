@@ -7,7 +7,7 @@
 
 use super::{
     bindings::{event_log::EventLogComponentPre, imports::GuestImports, state::StateComponentPre},
-    store_state::StoreState,
+    guests::StoreState,
 };
 use anyhow::Context;
 use sha2::{Digest, Sha256};

@@ -1,18 +1,14 @@
 //! The components, the objects they run on, and the port over them.
 
 pub mod bindings;
-mod calls;
 pub mod components;
-pub mod conversions;
-pub mod kv_batch;
-pub mod kv_folder;
+pub mod guests;
+pub mod kv;
 pub mod object;
 mod object_metrics;
 pub mod objects;
 pub mod open_objects;
 pub mod readiness;
-pub mod snapshot_ports;
-pub mod store_state;
 
 pub use objects::HostObjects;
 

@@ -10,23 +10,22 @@
 //!
 //! A call may carry a fence (a container token's write): the host checks it
 //! against the object's database itself, inside the call's savepoint and
-//! before the component runs, so the check and the write commit or roll
-//! back together (`stasis_domain::fence`).
+//! before the component runs ([`super::guests`]), so the check and the
+//! write commit or roll back together (`stasis_domain::fence`); the
+//! components never see a fence.
 
 use super::{
-    calls::{self, Call, Instances, Job, Pending, Ran, answered},
     components::Components,
+    guests::{self, Instances, StoreState},
     object_metrics,
-    store_state::StoreState,
 };
 use crate::metrics::Metrics;
-use rusqlite::Connection;
 use stasis_domain::{
     DomainError,
     agent::{AgentCall, AgentReply, ObjectEnv},
     event_log as log,
-    fence::Fence,
-    town::{TownCall, TownReply},
+    fence::{self, Fence},
+    town::{self, TownCall, TownReply},
 };
 use stasis_sqlite::{Durability, SqliteStore};
 use std::{
@@ -87,34 +86,24 @@ impl Object {
         self.last_seq.subscribe()
     }
 
-    /// Queues an agent call (fenced by `fence` when it changes the agent)
-    /// and waits for its committed answer.
-    pub async fn agent(
+    /// Queues a call (an agent's or a town's; fenced by `fence` when it
+    /// changes the object) and waits for its committed answer.
+    pub(super) async fn call<C, Rep>(
         self: &Arc<Self>,
         components: &Arc<Components>,
-        call: AgentCall,
+        call: C,
         env: ObjectEnv,
         fence: Option<Arc<Fence>>,
-    ) -> Result<AgentReply, DomainError> {
+    ) -> Result<Rep, DomainError>
+    where
+        Call: From<Pending<C, Rep>>,
+    {
         let (reply, answer) = oneshot::channel();
-        let call = Call::Agent(Pending { call, reply });
+        let call = Call::from(Pending { call, reply });
         self.enqueue(components, Job { call, env, fence });
-        answered(answer.await)
-    }
-
-    /// Queues a town call (fenced by `fence` when it changes the town) and
-    /// waits for its committed answer.
-    pub async fn town(
-        self: &Arc<Self>,
-        components: &Arc<Components>,
-        call: TownCall,
-        env: ObjectEnv,
-        fence: Option<Arc<Fence>>,
-    ) -> Result<TownReply, DomainError> {
-        let (reply, answer) = oneshot::channel();
-        let call = Call::Town(Pending { call, reply });
-        self.enqueue(components, Job { call, env, fence });
-        answered(answer.await)
+        answer.await.map_err(|_| {
+            DomainError::Storage("the object's worker stopped before answering".into())
+        })?
     }
 
     /// Queues `job`, starting a worker unless one is draining the queue.
@@ -189,28 +178,12 @@ impl Object {
         }
     }
 
-    /// Opens the database and creates its tables. A new object's folders
-    /// and file are fsynced into their directories, so that it survives a
-    /// power cut as well as its first commit does.
+    /// Opens the database (created durably when new) and its tables.
     fn open_db(&self) -> Result<SqliteStore, DomainError> {
-        let storage =
-            |err: std::io::Error| DomainError::Storage(format!("{}: {err}", self.path.display()));
-        let is_new = !self.path.exists();
-        if is_new && let Some(dir) = self.path.parent() {
-            create_dir_durably(dir).map_err(storage)?;
-        }
-        let db = SqliteStore::open(&self.path, self.durability)?;
-        begin(db.connection())?;
-        let migrated = match self.kind {
-            ObjectKind::Agent => stasis_domain::agent::migrate(&db),
-            ObjectKind::Town => stasis_domain::town::migrate(&db),
-        };
-        finish(db.connection(), migrated)?;
-        if is_new && let Some(dir) = self.path.parent() {
-            std::fs::File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(storage)?;
-        }
+        let db = SqliteStore::open_durably(&self.path, self.durability, |db| match self.kind {
+            ObjectKind::Agent => stasis_domain::agent::migrate(db),
+            ObjectKind::Town => stasis_domain::town::migrate(db),
+        })?;
         if self.kind == ObjectKind::Agent {
             let state = log::state(&db)?;
             self.last_seq.send_replace(state.last_seq);
@@ -228,17 +201,17 @@ impl Object {
         let started = std::time::Instant::now();
         let mut store = Store::new(&components.engine, StoreState::new(db));
         let calls = jobs.len();
-        let began = begin(store.data().connection());
+        let began = store.data().db.begin().map_err(DomainError::from);
         let mut instances = Instances::default();
         let mut ran = Vec::with_capacity(calls);
         for job in jobs {
             ran.push(match &began {
-                Ok(()) => calls::run(components, &mut store, &mut instances, job),
+                Ok(()) => job.run(components, &mut store, &mut instances),
                 Err(err) => job.refused(err),
             });
         }
         let commit_started = std::time::Instant::now();
-        let committed = began.and_then(|()| finish(store.data().connection(), Ok(())));
+        let committed = began.and_then(|()| store.data().db.finish(Ok(())));
         if committed.is_ok() {
             let commit = commit_started.elapsed();
             object_metrics::group_committed(&self.metrics, self.kind, calls, commit);
@@ -278,41 +251,138 @@ impl Object {
     }
 }
 
-/// Starts the group's write transaction.
-fn begin(conn: &Connection) -> Result<(), DomainError> {
-    conn.execute_batch("BEGIN IMMEDIATE").map_err(sqlite)
+/// A queued call, with the clock and fence it runs under.
+struct Job {
+    call: Call,
+    env: ObjectEnv,
+    fence: Option<Arc<Fence>>,
 }
 
-/// Commits when `outcome` is Ok (this is where the fsync happens), rolls
-/// back otherwise or when the commit fails.
-fn finish<T>(conn: &Connection, outcome: Result<T, DomainError>) -> Result<T, DomainError> {
-    let committed =
-        outcome.and_then(|value| conn.execute_batch("COMMIT").map_err(sqlite).map(|()| value));
-    if committed.is_err() && !conn.is_autocommit() {
-        let _ = conn.execute_batch("ROLLBACK");
-    }
-    committed
+/// A call and where its answer goes, typed by the kind of object: an agent
+/// call is answered an agent reply, a town call a town reply.
+pub(super) enum Call {
+    /// Event-log calls go to the event-log component, the rest to the
+    /// state component.
+    Agent(Pending<AgentCall, AgentReply>),
+    /// Run by the state component's `town` export.
+    Town(Pending<TownCall, TownReply>),
 }
 
-fn sqlite(err: rusqlite::Error) -> DomainError {
-    DomainError::Storage(err.to_string())
+pub(super) struct Pending<C, Rep> {
+    call: C,
+    reply: oneshot::Sender<Result<Rep, DomainError>>,
 }
 
-/// Creates `dir` and any missing parents, then fsyncs each new folder and
-/// the existing one above them, so that the new entries are durable.
-fn create_dir_durably(dir: &std::path::Path) -> std::io::Result<()> {
-    let mut to_sync = Vec::new();
-    let mut current = Some(dir);
-    while let Some(path) = current {
-        to_sync.push(path.to_path_buf());
-        if path.exists() {
-            break;
+/// A call that ran, waiting for its group's commit.
+enum Ran {
+    Agent(Answer<AgentReply>),
+    Town(Answer<TownReply>),
+}
+
+struct Answer<Rep> {
+    result: Result<Rep, DomainError>,
+    reply: oneshot::Sender<Result<Rep, DomainError>>,
+}
+
+impl<Rep> Answer<Rep> {
+    /// The result as the caller gets it: a failed commit fails every call.
+    fn settle(&mut self, committed: &Result<(), DomainError>) {
+        if let (Err(err), Ok(_)) = (committed, &self.result) {
+            self.result = Err(err.clone());
         }
-        current = path.parent().filter(|p| !p.as_os_str().is_empty());
     }
-    std::fs::create_dir_all(dir)?;
-    for path in to_sync {
-        std::fs::File::open(&path)?.sync_all()?;
+
+    fn send(self) {
+        let _ = self.reply.send(self.result);
     }
-    Ok(())
+}
+
+impl From<Pending<AgentCall, AgentReply>> for Call {
+    fn from(pending: Pending<AgentCall, AgentReply>) -> Self {
+        Call::Agent(pending)
+    }
+}
+
+impl From<Pending<TownCall, TownReply>> for Call {
+    fn from(pending: Pending<TownCall, TownReply>) -> Self {
+        Call::Town(pending)
+    }
+}
+
+impl Job {
+    /// Runs the call inside its own savepoint, its fence checked first
+    /// against the object's database (so the check and the write commit or
+    /// roll back together).
+    fn run(
+        self,
+        components: &Components,
+        store: &mut Store<StoreState>,
+        instances: &mut Instances,
+    ) -> Ran {
+        let Job { call, env, fence } = self;
+        match call {
+            Call::Agent(Pending { call, reply }) => {
+                let result = in_savepoint(store, instances, |store, instances| {
+                    if let Some(fence) = &fence
+                        && fence::guards_agent_call(&call)
+                    {
+                        fence::admit(&store.data().db, fence)?;
+                    }
+                    guests::run_agent(components, store, instances, &call, &env)
+                });
+                Ran::Agent(Answer { result, reply })
+            }
+            Call::Town(Pending { call, reply }) => {
+                let result = in_savepoint(store, instances, |store, instances| {
+                    if let Some(fence) = &fence
+                        && fence::guards_town_call(&call)
+                    {
+                        town::containers::require_current(&store.data().db, fence)?;
+                    }
+                    guests::run_town(components, store, instances, &call, &env)
+                });
+                Ran::Town(Answer { result, reply })
+            }
+        }
+    }
+
+    /// The job, not run: its group could not begin.
+    fn refused(self, err: &DomainError) -> Ran {
+        match self.call {
+            Call::Agent(Pending { reply, .. }) => Ran::Agent(Answer {
+                result: Err(err.clone()),
+                reply,
+            }),
+            Call::Town(Pending { reply, .. }) => Ran::Town(Answer {
+                result: Err(err.clone()),
+                reply,
+            }),
+        }
+    }
+}
+
+impl Ran {
+    fn send(self) {
+        match self {
+            Ran::Agent(answer) => answer.send(),
+            Ran::Town(answer) => answer.send(),
+        }
+    }
+}
+
+/// Runs `run` inside its own savepoint: rolled back when it fails, released
+/// otherwise.
+fn in_savepoint<Rep>(
+    store: &mut Store<StoreState>,
+    instances: &mut Instances,
+    run: impl FnOnce(&mut Store<StoreState>, &mut Instances) -> Result<Rep, DomainError>,
+) -> Result<Rep, DomainError> {
+    let savepoint = store.data().db.savepoint()?;
+    let result = run(store, instances);
+    // A trap leaves an instance unusable; take fresh ones next.
+    if matches!(result, Err(DomainError::Storage(_))) {
+        *instances = Instances::default();
+    }
+    savepoint.close(&store.data().db, result.is_ok())?;
+    result
 }

@@ -2,11 +2,10 @@
 
 use super::{
     components::Components,
-    kv_folder::KvFolder,
+    kv::{HostBlobs, KvFolder},
     object::{Object, ObjectKind},
     open_objects::{ObjectKey, OpenObjects},
     readiness::Readiness,
-    snapshot_ports::HostBlobs,
 };
 use crate::{config::ServeConfig, metrics::Metrics};
 use bytes::Bytes;
@@ -159,7 +158,7 @@ impl Objects for HostObjects {
         let object = self.agent_object(key);
         answer.read(
             object
-                .agent(components, call, env, self.fence.clone())
+                .call(components, call, env, self.fence.clone())
                 .await?,
         )
     }
@@ -174,7 +173,7 @@ impl Objects for HostObjects {
         let object = self.town_object(town);
         answer.read(
             object
-                .town(components, call, env, self.fence.clone())
+                .call(components, call, env, self.fence.clone())
                 .await?,
         )
     }

@@ -1,4 +1,4 @@
-//! The host's KV folder as the snapshot sagas' blob store (their other
+//! The KV folder as the snapshot sagas' blob store (their other
 //! port, the agent's object, is `stasis_api::AgentSnapshotObject`: snapshot
 //! steps run in the state component like every agent call). The
 //! domain's snapshot sagas run over them in the host process, so snapshot
@@ -12,8 +12,8 @@
 //! place.
 
 use super::{
-    kv_batch::Staged,
-    kv_folder::{BucketHandle, KvError, KvFolder},
+    batch::Staged,
+    folder::{BucketHandle, KvError, KvFolder},
 };
 use bytes::Bytes;
 use futures::Stream;

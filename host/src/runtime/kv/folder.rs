@@ -286,7 +286,7 @@ pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
 pub(super) mod tests {
     use super::*;
 
-    /// A fresh KV folder with its snapshots bucket (kv_batch's tests too).
+    /// A fresh KV folder with its snapshots bucket (the batch's tests too).
     pub(in crate::runtime) fn folder() -> (tempfile::TempDir, KvFolder, BucketHandle) {
         let dir = tempfile::tempdir().expect("temp dir");
         let kv = KvFolder::new(dir.path().join("kv"), Durability::Fsync);

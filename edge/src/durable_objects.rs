@@ -1,16 +1,18 @@
-//! The agent's Durable Object: the domain over the object's own SQLite, and
-//! the live tails of its log.
+//! The two Durable Object classes, each running the domain over its own
+//! SQLite one atomic call at a time: the agent's (with the live tails of
+//! its log, and the ranges of snapshot chunks a whole-file read asks for)
+//! and the town's.
 #![allow(
     missing_docs,
     reason = "#[durable_object] generates wasm-bindgen glue without docs"
 )]
 
 use crate::{
-    do_sql::DoSql,
+    do_sql::{DoSql, atomically},
     settings,
     snapshots::{ChunkRange, WorkersKv},
 };
-use futures::channel::oneshot;
+use futures::{StreamExt as _, channel::oneshot};
 use stasis_api::{Objects, sse::Tail};
 use stasis_domain::{
     DomainError,
@@ -20,6 +22,7 @@ use stasis_domain::{
     ids::AgentKey,
     limits,
     operation::{agent::AgentOperation, town::TownOperation},
+    town::{self, TownEnv},
     wire,
 };
 use std::{cell::RefCell, rc::Rc, time::Duration};
@@ -100,8 +103,6 @@ impl DurableObject for AgentObject {
     }
 }
 
-use futures::StreamExt as _;
-
 /// A chunk read that failed mid-range errors the stream, which cuts the
 /// worker's download; the cause goes to the log.
 fn storage_error(err: DomainError) -> worker::Error {
@@ -116,7 +117,7 @@ impl AgentCore {
     fn answer(&self, request: String) -> std::result::Result<AgentReply, DomainError> {
         let env = self.env();
         let sql = self.sql.clone();
-        let reply = crate::transaction::atomically(&self.storage, move || {
+        let reply = atomically(&self.storage, move || {
             wire::answer_agent(&sql, &request, &env)
         });
         self.woken_by(reply)
@@ -126,9 +127,7 @@ impl AgentCore {
     fn execute(&self, call: AgentCall) -> std::result::Result<AgentReply, DomainError> {
         let env = self.env();
         let sql = self.sql.clone();
-        let reply = crate::transaction::atomically(&self.storage, move || {
-            agent::execute(&sql, &call, &env)
-        });
+        let reply = atomically(&self.storage, move || agent::execute(&sql, &call, &env));
         self.woken_by(reply)
     }
 
@@ -208,5 +207,41 @@ impl Objects for LocalAgent {
     /// Tails only read.
     fn fenced(&self, _fence: Fence) -> Self {
         self.clone()
+    }
+}
+
+/// One town: its state, registry, log and deferred dispatches.
+#[durable_object]
+pub struct TownObject {
+    sql: DoSql,
+    /// `ctx.storage`, for `transactionSync`.
+    storage: JsValue,
+}
+
+impl DurableObject for TownObject {
+    fn new(state: State, _env: Env) -> Self {
+        let (sql, storage) = crate::do_sql::open(state);
+        // The schema is created before any call is delivered.
+        if let Err(err) = town::migrate(&sql) {
+            worker::console_error!("creating the town schema failed: {err}");
+        }
+        Self { sql, storage }
+    }
+
+    async fn fetch(&self, mut req: Request) -> Result<Response> {
+        if req.path() != "/call" {
+            return Response::error(format!("no such object route {}", req.path()), 404);
+        }
+        let request = req.text().await?;
+        let sql = self.sql.clone();
+        let env = TownEnv {
+            now_ms: settings::now_ms(),
+        };
+        let reply = atomically(&self.storage, move || {
+            wire::answer_town(&sql, &request, &env)
+        });
+        let encoded =
+            wire::encode(&reply).map_err(|err| worker::Error::RustError(err.to_string()))?;
+        Response::ok(encoded)
     }
 }

@@ -9,7 +9,7 @@
 //! as with [`KvFolder::set`]; what a crash leaves before the settle is
 //! temporary files, removed at the next start.
 
-use super::kv_folder::{BucketHandle, KvError, KvFolder, create_dirs, key_path, sync_dir};
+use super::folder::{BucketHandle, KvError, KvFolder, create_dirs, key_path, sync_dir};
 use stasis_sqlite::Durability;
 use std::{
     collections::BTreeSet,
@@ -119,7 +119,7 @@ impl KvFolder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::kv_folder::tests::folder;
+    use crate::runtime::kv::folder::tests::folder;
 
     #[test]
     fn staged_values_appear_only_once_settled() {

@@ -1,0 +1,60 @@
+//! What the snapshot tests share: KV in memory, as the sagas' blob store.
+
+#![allow(dead_code, reason = "each test crate uses a part of it")]
+
+use stasis_domain::{DomainError, snapshot::saga::BlobStore};
+use std::{cell::RefCell, collections::BTreeMap};
+
+/// KV in memory. `hidden` keys are "not propagated yet"; `fail_puts` makes
+/// every write fail.
+#[derive(Default)]
+pub struct MemoryKv {
+    pub values: RefCell<BTreeMap<String, Vec<u8>>>,
+    pub hidden: RefCell<Vec<String>>,
+    pub fail_puts: bool,
+}
+
+impl MemoryKv {
+    /// The keys under `prefix`.
+    pub fn keys_under(&self, prefix: &str) -> Vec<String> {
+        let values = self.values.borrow();
+        let keys = values.keys().filter(|k| k.starts_with(prefix)).cloned();
+        keys.collect()
+    }
+}
+
+impl BlobStore for MemoryKv {
+    async fn put(&self, key: &str, value: &[u8]) -> Result<(), DomainError> {
+        if self.fail_puts {
+            return Err(DomainError::Storage("disk full".into()));
+        }
+        let mut values = self.values.borrow_mut();
+        // Keys are versions or content addresses: one key, one value.
+        if let Some(old) = values.get(key) {
+            assert_eq!(old, value, "KV key {key} was written with other bytes");
+        }
+        values.insert(key.to_owned(), value.to_vec());
+        Ok(())
+    }
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, DomainError> {
+        if self.hidden.borrow().iter().any(|k| k == key) {
+            return Ok(None);
+        }
+        Ok(self.values.borrow().get(key).cloned())
+    }
+    async fn delete(&self, key: &str) -> Result<(), DomainError> {
+        self.values.borrow_mut().remove(key);
+        Ok(())
+    }
+    async fn list(
+        &self,
+        prefix: &str,
+        _cursor: Option<String>,
+    ) -> Result<(Vec<String>, Option<String>), DomainError> {
+        Ok((self.keys_under(prefix), None))
+    }
+    fn propagation_delays_ms(&self) -> &[u64] {
+        &[1, 1]
+    }
+    async fn pause(&self, _ms: u64) {}
+}
