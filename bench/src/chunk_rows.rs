@@ -3,9 +3,8 @@
 //! against a native copy + fsync + sha256 of the same bytes.
 
 use crate::{
-    report::{Goal, Row, size},
+    report::{Goal, Row, pick, size},
     results::{Measured, StateFigures},
-    rows::pick,
     workloads::{delta::DeltaPushes, push, restore::Pulls},
 };
 

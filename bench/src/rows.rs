@@ -2,9 +2,9 @@
 //! target it answers to.
 
 use crate::{
-    report::{Figure, Goal, Row, millis, size, thousands_sep},
+    report::{Figure, Goal, Row, millis, pick, size, thousands_sep},
     results::{Comparison, Measured, Results, StateFigures},
-    stats::{Latency, Rate},
+    stats::Rate,
     workloads::{conversation, recovery, snapshot},
 };
 use stasis_domain::limits::DEFAULT_MAX_EVENTS;
@@ -161,14 +161,6 @@ fn retention_note(measured: &Measured<Rate>, logs: u64) -> Option<String> {
     let per_log = rate.items / logs.max(1);
     (per_log > DEFAULT_MAX_EVENTS)
         .then(|| format!("retention active (~{}k events per agent)", per_log / 1000))
-}
-
-/// One latency out of a workload's figures, or why there is none.
-pub fn pick<T>(measured: &Measured<T>, latency: impl Fn(&T) -> Latency) -> Figure {
-    match measured {
-        Ok(figures) => Figure::Latency(latency(figures)),
-        Err(missing) => Figure::missing(missing),
-    }
 }
 
 /// The snapshots section's rows: snapshot round trip (against both native

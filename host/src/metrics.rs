@@ -15,10 +15,12 @@ use prometheus_client::{
     },
     registry::Registry,
 };
+use stasis_domain::{DomainError, agent::AgentReply, town::TownReply};
 use std::{
     collections::HashSet,
     path::{Path, PathBuf},
     sync::{Mutex, PoisonError},
+    time::Duration,
 };
 
 /// The content type of [`Metrics::render`]'s text.
@@ -232,6 +234,40 @@ impl Metrics {
             self.towns_draining
                 .set(i64::try_from(set.len()).unwrap_or(i64::MAX));
         }
+    }
+
+    /// Records one group commit on an object of `object_kind`: its size
+    /// and how long its COMMIT took.
+    pub fn group_committed(&self, object_kind: &'static str, calls: usize, commit: Duration) {
+        let label = kind(object_kind);
+        self.group_calls.get_or_create(&label).observe(calls as f64);
+        self.commit_seconds
+            .get_or_create(&label)
+            .observe(commit.as_secs_f64());
+    }
+
+    /// Records what one committed agent call answered: appends and their
+    /// events.
+    pub fn agent_answered(&self, answer: &Result<AgentReply, DomainError>) {
+        if let Ok(AgentReply::Appended(outcome)) = answer
+            && !outcome.duplicate
+        {
+            self.appends.inc();
+            let events = outcome.last_seq.saturating_sub(outcome.first_seq) + 1;
+            self.events_appended.inc_by(events);
+        }
+    }
+
+    /// Records what one committed call on the town whose database is
+    /// `town` answered: whether the town is draining.
+    pub fn town_answered(&self, town: &Path, answer: &Result<TownReply, DomainError>) {
+        let draining = match answer {
+            Ok(TownReply::Evicted(outcome)) => outcome.draining,
+            Ok(TownReply::Heartbeat(outcome)) => outcome.draining,
+            Ok(TownReply::State(state)) => state.draining,
+            _ => return,
+        };
+        self.town_draining(town, draining);
     }
 }
 

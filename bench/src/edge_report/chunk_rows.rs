@@ -4,9 +4,8 @@
 use super::EdgeRow;
 use crate::{
     chunk_rows::{delta_note, pull_note},
-    report::{Figure, size},
+    report::{Figure, pick, size},
     results::{Measured, StateFigures},
-    rows::pick,
     stats::Latency,
 };
 

@@ -17,14 +17,7 @@ pub use rows::rows;
 pub use section::{EdgeInfo, section};
 pub use table::{EdgeRow, table};
 
-use crate::report::Marks;
-
-/// Where the edge section starts and ends in BENCHMARKS.md.
-pub const EDGE: Marks = Marks {
-    start: "<!-- bench:edge:start -->",
-    end: "<!-- bench:edge:end -->",
-    before: None,
-};
+pub use crate::report::EDGE;
 
 /// "Several times faster": a row where the host's advantage is below this
 /// is flagged as not several times faster.

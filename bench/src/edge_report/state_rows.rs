@@ -2,9 +2,8 @@
 
 use super::EdgeRow;
 use crate::{
-    report::{Figure, millis, size},
+    report::{Figure, millis, pick, size},
     results::{Measured, StateFigures, Work},
-    rows::pick,
     stats::Latency,
 };
 

@@ -94,3 +94,11 @@ impl Figure {
         }
     }
 }
+
+/// One latency out of a workload's figures, or why there is none.
+pub fn pick<T>(measured: &Measured<T>, latency: impl Fn(&T) -> Latency) -> Figure {
+    match measured {
+        Ok(figures) => Figure::Latency(latency(figures)),
+        Err(missing) => Figure::missing(missing),
+    }
+}

@@ -7,8 +7,8 @@ mod record;
 mod section;
 mod table;
 
-pub use figure::Figure;
+pub use figure::{Figure, pick};
 pub use format::{millis, one_line, size, thousands_sep};
-pub use record::{EVENT_LOG, Marks, SNAPSHOTS, record};
+pub use record::{EDGE, EVENT_LOG, Marks, SNAPSHOTS, record};
 pub use section::{RunInfo, section, snapshots_section};
 pub use table::{Goal, Row, table};

@@ -27,7 +27,14 @@ pub const EVENT_LOG: Marks = Marks {
 pub const SNAPSHOTS: Marks = Marks {
     start: "<!-- bench:snapshots:start -->",
     end: "<!-- bench:snapshots:end -->",
-    before: Some(crate::edge_report::EDGE.start),
+    before: Some(EDGE.start),
+};
+
+/// Where the edge section starts and ends in BENCHMARKS.md.
+pub const EDGE: Marks = Marks {
+    start: "<!-- bench:edge:start -->",
+    end: "<!-- bench:edge:end -->",
+    before: None,
 };
 
 /// Writes `section` into `path`, replacing the previous section between
@@ -120,11 +127,7 @@ mod tests {
 
     #[test]
     fn a_new_snapshots_section_goes_before_the_edge_section() {
-        let edge = format!(
-            "{}\nedge\n{}\n",
-            crate::edge_report::EDGE.start,
-            crate::edge_report::EDGE.end
-        );
+        let edge = format!("{}\nedge\n{}\n", EDGE.start, EDGE.end);
         let old = format!("{START_MARK}\nlog\n{END_MARK}\n\n{edge}");
         let new = splice(&old, SNAPSHOTS, "S\n");
         assert_eq!(new, format!("{START_MARK}\nlog\n{END_MARK}\n\nS\n\n{edge}"));

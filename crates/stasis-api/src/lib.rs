@@ -27,6 +27,7 @@ pub mod auth;
 mod body;
 mod body_rules;
 mod dispatch;
+mod endpoint;
 pub mod error;
 mod events;
 pub mod export;

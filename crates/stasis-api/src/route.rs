@@ -1,121 +1,12 @@
 //! Which endpoint a path names, and which methods it takes: the paths,
 //! methods and auth needs are the route table's ([`crate::table`]).
 
+pub use crate::endpoint::{AgentEndpoint, Endpoint, TownEndpoint};
 use crate::{error::ApiError, table};
 use http::{Method, StatusCode, header};
 use stasis_domain::{ids, ids::AgentKey};
 
-/// An endpoint, with the ids its path carries (already validated).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Endpoint {
-    /// `GET /healthz`: readiness (storage writable).
-    Health,
-    /// `GET /livez`: liveness (the process answers; storage untouched).
-    Live,
-    /// `GET /metrics`: the runtime's metrics (Prometheus text on the host).
-    Metrics,
-    /// `GET /openapi.json`: the API's OpenAPI document.
-    OpenApi,
-    /// `POST /api/token/refresh`: a fresh token like the one presented.
-    RefreshToken,
-    /// `GET /ui...`: the operator page's files.
-    Ui(crate::ui::Asset),
-    /// `/api/towns/{town}...`
-    Town(String, TownEndpoint),
-    /// `/api/towns/{town}/rigs/{rig}/agents/{agent}...`
-    Agent(AgentKey, AgentEndpoint),
-}
-
-/// What lies under `/api/towns/{town}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TownEndpoint {
-    /// `` (the town itself)
-    State,
-    /// `/container-eviction`
-    Eviction,
-    /// `/heartbeat`
-    Heartbeat,
-    /// `/container-registry`
-    Registry,
-    /// `/events`
-    Events,
-    /// `/agents`
-    Agents,
-    /// `/mayor/message`
-    MayorMessage,
-    /// `/container-token`: a container token for one container.
-    ContainerToken,
-}
-
-/// What lies under `/api/towns/{town}/rigs/{rig}/agents/{agent}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AgentEndpoint {
-    /// `` (the agent's record)
-    Record,
-    /// `/events`
-    Events,
-    /// `/sessions`
-    Sessions,
-    /// `/sessions/{session}`
-    Session(String),
-    /// `/conversation`
-    Conversation,
-    /// `/checkpoint`
-    Checkpoint,
-    /// `/memory`
-    Memory,
-    /// `/memory/{key}`
-    MemoryEntry(String),
-    /// `/db-snapshot`
-    Snapshot,
-    /// `/db-snapshot/missing`
-    SnapshotMissing,
-    /// `/db-snapshot/chunks/{sha256}`
-    SnapshotChunk(String),
-    /// `/db-snapshot/manifest`
-    SnapshotManifest,
-    /// `/export`
-    Export,
-    /// `/import`
-    Import,
-    /// `/dispatch`
-    Dispatch,
-}
-
 impl Endpoint {
-    /// The town whose scope this endpoint needs, if any.
-    pub fn town(&self) -> Option<&str> {
-        match self {
-            Endpoint::Health
-            | Endpoint::Live
-            | Endpoint::Metrics
-            | Endpoint::OpenApi
-            | Endpoint::RefreshToken
-            | Endpoint::Ui(_) => None,
-            Endpoint::Town(town, _) => Some(town),
-            Endpoint::Agent(key, _) => Some(&key.town),
-        }
-    }
-
-    /// Whether `method` on this endpoint may change what the server
-    /// stores. Minting a token changes nothing, so a read-only token may
-    /// exchange and refresh itself (into read-only tokens).
-    pub fn is_write(&self, method: &Method) -> bool {
-        let token_route = matches!(
-            self,
-            Endpoint::RefreshToken | Endpoint::Town(_, TownEndpoint::ContainerToken)
-        );
-        !(token_route || *method == Method::GET || *method == Method::HEAD)
-    }
-
-    /// Whether `method` here is a write a container token's fence guards:
-    /// every write but a heartbeat (a superseded container's heartbeat is
-    /// answered, not refused).
-    pub fn is_fenced(&self, method: &Method) -> bool {
-        let heartbeat = matches!(self, Endpoint::Town(_, TownEndpoint::Heartbeat));
-        !heartbeat && self.is_write(method)
-    }
-
     /// The path template of its route, as `docs/http-api.md` spells it
     /// (`/api/towns/{town}/rigs/{rig}/agents/{agent}/events`): a label
     /// that does not grow with the ids a path carries.

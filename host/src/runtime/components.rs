@@ -1,24 +1,26 @@
-//! Loading the embedded components, with a cache of compiled code.
+//! Loading the embedded components, with a cache of compiled code, and
+//! the state of the store each call group runs them in.
 //!
 //! Compiling a component with Cranelift takes tens of milliseconds; loading
 //! precompiled code takes a fraction of one. The cache key covers the
 //! component's bytes and wasmtime's own compatibility hash (version,
 //! settings, CPU features), so a stale entry is never loaded.
 
-use super::{
-    bindings::{event_log::EventLogComponentPre, imports::GuestImports, state::StateComponentPre},
-    guests::StoreState,
+use super::bindings::{
+    event_log::EventLogComponentPre, imports::GuestImports, state::StateComponentPre,
 };
 use anyhow::Context;
 use sha2::{Digest, Sha256};
+use stasis_sqlite::SqliteStore;
 use std::{
     hash::{Hash, Hasher},
     path::{Path, PathBuf},
 };
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig,
-    component::{Component, HasSelf, Linker},
+    component::{Component, HasSelf, Linker, ResourceTable},
 };
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 const EVENT_LOG_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/stasis_event_log_component.wasm"));
@@ -50,6 +52,35 @@ impl Components {
             event_log,
             state,
         })
+    }
+}
+
+/// The data of one wasmtime store: one object, for one group of calls.
+/// The guests' imports are answered over it in [`super::guests`].
+pub struct StoreState {
+    /// The object's database; the executor owns the transaction around it.
+    pub db: SqliteStore,
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl StoreState {
+    /// State over an open database.
+    pub fn new(db: SqliteStore) -> Self {
+        Self {
+            db,
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+        }
+    }
+}
+
+impl WasiView for StoreState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 

@@ -1,7 +1,7 @@
-//! The host's side of the WIT boundary: the store state that answers the
-//! guests' imports, the component instances of one call group, the typed
-//! calls of their exports, and every mapping between the WIT types of
-//! `wit/` and the domain's (or the host's storage's) types.
+//! The host's side of the WIT boundary: the guests' imports answered (over
+//! the store's database), the component instances of one call group, the
+//! typed calls of their exports, and every mapping between the WIT types
+//! of `wit/` and the domain's (or the host's storage's) types.
 //!
 //! Appends and reads go through the event-log component's typed exports;
 //! every other call through the state component, in the domain's wire
@@ -14,7 +14,7 @@ use super::{
         imports::stasis::objects::{sql, types},
         state::StateComponent,
     },
-    components::Components,
+    components::{Components, StoreState},
 };
 use stasis_domain::{
     DomainError, Refusal,
@@ -24,37 +24,8 @@ use stasis_domain::{
     town::{TownCall, TownReply},
     wire,
 };
-use stasis_sqlite::{SqliteStore, ValueRef};
-use wasmtime::{Store, component::ResourceTable};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-
-/// The data of one wasmtime store: one object, for one group of calls.
-pub struct StoreState {
-    /// The object's database; the executor owns the transaction around it.
-    pub db: SqliteStore,
-    wasi: WasiCtx,
-    table: ResourceTable,
-}
-
-impl StoreState {
-    /// State over an open database.
-    pub fn new(db: SqliteStore) -> Self {
-        Self {
-            db,
-            wasi: WasiCtx::builder().build(),
-            table: ResourceTable::new(),
-        }
-    }
-}
-
-impl WasiView for StoreState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
+use stasis_sqlite::ValueRef;
+use wasmtime::Store;
 
 impl types::Host for StoreState {}
 

@@ -5,7 +5,6 @@ pub mod components;
 pub mod guests;
 pub mod kv;
 pub mod object;
-mod object_metrics;
 pub mod objects;
 pub mod open_objects;
 pub mod readiness;

@@ -15,9 +15,8 @@
 //! components never see a fence.
 
 use super::{
-    components::Components,
-    guests::{self, Instances, StoreState},
-    object_metrics,
+    components::{Components, StoreState},
+    guests::{self, Instances},
 };
 use crate::metrics::Metrics;
 use stasis_domain::{
@@ -43,6 +42,16 @@ pub enum ObjectKind {
     Agent,
     /// A town: state, registry, town log, deferred dispatches.
     Town,
+}
+
+impl ObjectKind {
+    /// The kind as the metrics label it.
+    pub fn label(self) -> &'static str {
+        match self {
+            ObjectKind::Agent => "agent",
+            ObjectKind::Town => "town",
+        }
+    }
 }
 
 #[derive(Default)]
@@ -113,7 +122,7 @@ impl Object {
             queue.jobs.push(job);
             self.metrics
                 .queue_depth
-                .get_or_create(&crate::metrics::kind(object_metrics::kind_label(self.kind)))
+                .get_or_create(&crate::metrics::kind(self.kind.label()))
                 .observe(queue.jobs.len() as f64);
             !std::mem::replace(&mut queue.draining, true)
         };
@@ -214,7 +223,8 @@ impl Object {
         let committed = began.and_then(|()| store.data().db.finish(Ok(())));
         if committed.is_ok() {
             let commit = commit_started.elapsed();
-            object_metrics::group_committed(&self.metrics, self.kind, calls, commit);
+            self.metrics
+                .group_committed(self.kind.label(), calls, commit);
         }
         tracing::debug!(
             object = %self.path.display(),
@@ -230,12 +240,12 @@ impl Object {
                     if let Ok(AgentReply::Appended(outcome)) = &answer.result {
                         newest = newest.max(Some(outcome.last_seq));
                     }
-                    object_metrics::agent_answered(&self.metrics, &answer.result);
+                    self.metrics.agent_answered(&answer.result);
                     answer.send();
                 }
                 Ran::Town(mut answer) => {
                     answer.settle(&committed);
-                    object_metrics::town_answered(&self.metrics, &self.path, &answer.result);
+                    self.metrics.town_answered(&self.path, &answer.result);
                     answer.send();
                 }
             }

@@ -2,9 +2,9 @@
 //! is late or the connection rests too long between requests.
 
 use super::{
-    Site,
+    Body, Cut, Site,
     clock::{Clock, Clocked, InFlight},
-    respond::{self, Body},
+    respond,
 };
 use bytes::Bytes;
 use http::{Request, Response};
@@ -115,12 +115,12 @@ pub struct Tracked {
 
 impl hyper::body::Body for Tracked {
     type Data = Bytes;
-    type Error = respond::Cut;
+    type Error = Cut;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, respond::Cut>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Cut>>> {
         Pin::new(&mut self.get_mut().body).poll_frame(cx)
     }
 

@@ -4,7 +4,7 @@
 //! with every byte it sent and its whole duration; and the count of live
 //! tails open ([`TailOpen`]).
 
-use super::respond::{Body, Cut};
+use super::{Body, Cut};
 use crate::metrics::{Metrics, RequestLabels, RouteLabels, kind};
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};

@@ -27,9 +27,28 @@ use crate::{
     runtime::{HostObjects, components::Components},
 };
 use anyhow::Context;
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
 use stasis_api::Api;
 use std::{future::Future, sync::Arc};
 use tokio::{net::TcpListener, sync::watch};
+
+/// Every response body the server sends.
+pub type Body = BoxBody<Bytes, Cut>;
+
+/// A streamed response body that failed after its head was sent: hyper
+/// then ends the response without its final chunk, so the client sees it
+/// cut. The cause is logged where it happened.
+#[derive(Debug)]
+pub struct Cut;
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the response body was cut; the server log holds the cause")
+    }
+}
+
+impl std::error::Error for Cut {}
 
 /// What every connection shares: the API, the limits it serves under, and
 /// whether the server is shutting down.

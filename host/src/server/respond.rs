@@ -3,7 +3,7 @@
 //! with its cause, and a streamed export cut (and logged) when it fails.
 
 use super::{
-    Site,
+    Body, Cut, Site,
     body::{self, BodyError, Chunks},
     exchange::{Exchange, TailOpen},
 };
@@ -11,27 +11,10 @@ use crate::config::ServerLimits;
 use bytes::Bytes;
 use futures::{FutureExt, Stream, StreamExt};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use stasis_api::{Admitted, ApiError, ErrorLog, Reply};
 use std::panic::AssertUnwindSafe;
-
-/// Every response body the server sends.
-pub type Body = BoxBody<Bytes, Cut>;
-
-/// A streamed response body that failed after its head was sent: hyper
-/// then ends the response without its final chunk, so the client sees it
-/// cut. The cause is logged where it happened.
-#[derive(Debug)]
-pub struct Cut;
-
-impl std::fmt::Display for Cut {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the response body was cut; the server log holds the cause")
-    }
-}
-
-impl std::error::Error for Cut {}
 
 /// Kept from the request when it is a short printable token, else made up;
 /// sent back on every response and named in every log line about it.

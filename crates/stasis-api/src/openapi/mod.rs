@@ -6,9 +6,8 @@
 
 mod model;
 mod operation;
-mod schemas;
 
-pub use schemas::{AppendRequest, ErrorBody, EventPage, Health};
+use crate::table::schemas::ErrorBody;
 
 use crate::table;
 use model::{Components, Document, Info, PathItem, SecurityScheme};

@@ -1,10 +1,11 @@
 //! The routes of one agent: record, event log, sessions, checkpoint,
 //! memory, conversation, export, import and dispatch.
 
-use super::{Answer, Body, Operation, Params, Route, schema};
+use super::{Answer, Body, Operation, Params, Route, schema, schemas};
 use crate::{
-    agent_http, mayor_http, openapi,
-    route::{AgentEndpoint, Endpoint},
+    agent_http,
+    endpoint::{AgentEndpoint, Endpoint},
+    mayor_http,
 };
 use http::Method;
 use stasis_domain::{
@@ -137,7 +138,7 @@ pub(super) static ROUTES: &[Route] = &[
                     json(
                         200,
                         "A page, or the SSE stream (`id: <seq>`, `data: <event JSON>`).",
-                        Body::Json(schema::<openapi::EventPage>),
+                        Body::Json(schema::<schemas::EventPage>),
                     ),
                     json(200, "The SSE stream.", Body::Bytes("text/event-stream")),
                 ],
@@ -146,7 +147,7 @@ pub(super) static ROUTES: &[Route] = &[
             Operation {
                 method: Method::POST,
                 summary: "Appends a batch of events.",
-                request: Body::Json(schema::<openapi::AppendRequest>),
+                request: Body::Json(schema::<schemas::AppendRequest>),
                 query: &[],
                 headers: &[],
                 replies: &[json(

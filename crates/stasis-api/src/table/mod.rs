@@ -10,10 +10,11 @@
 mod agent;
 mod errors;
 mod operator;
+pub mod schemas;
 mod snapshot;
 mod town;
 
-use crate::route::Endpoint;
+use crate::endpoint::Endpoint;
 use http::Method;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 

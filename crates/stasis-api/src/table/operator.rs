@@ -1,7 +1,7 @@
 //! The operator's routes: the host's metrics and the operator page's files.
 
 use super::{Answer, Body, Header, Operation, Route};
-use crate::{route::Endpoint, ui::Asset};
+use crate::{endpoint::Endpoint, ui::Asset};
 use http::Method;
 
 /// The headers every file of the page carries (they keep it to its origin).

@@ -5,7 +5,7 @@ use super::{
     agent::{agent, delete, json},
     schema,
 };
-use crate::{route::AgentEndpoint, snapshot_delta};
+use crate::{endpoint::AgentEndpoint, snapshot_delta};
 use http::Method;
 use stasis_domain::snapshot::SnapshotMeta;
 

@@ -1,10 +1,9 @@
 //! The routes outside an agent: probes, the document, tokens and the town.
 
-use super::{Answer, Body, Header, Operation, Params, Route, schema};
+use super::{Answer, Body, Header, Operation, Params, Route, schema, schemas};
 use crate::{
-    mayor_http, openapi,
-    route::{Endpoint, TownEndpoint},
-    token_http, town_http,
+    endpoint::{Endpoint, TownEndpoint},
+    mayor_http, token_http, town_http,
 };
 use http::Method;
 use stasis_domain::town::{Registry, TownEventPage};
@@ -16,7 +15,7 @@ fn town(params: &Params<'_>, endpoint: TownEndpoint) -> Endpoint {
 const OK_STATUS: &[Answer] = &[Answer {
     status: 200,
     description: "`{\"status\": \"ok\"}`",
-    body: Body::Json(schema::<openapi::Health>),
+    body: Body::Json(schema::<schemas::Health>),
     headers: &[],
 }];
 

@@ -5,10 +5,20 @@
 use fastrand::Rng;
 
 use super::catalog::Route;
-use super::request::Payload;
 use super::values;
 use super::world::{MEMORY_KEYS, ROLES, SESSIONS, World};
 use crate::{Value, json};
+
+/// What a request body is.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// No body.
+    Empty,
+    /// JSON still being shaped.
+    Json(JsonBody),
+    /// Bytes as they go on the wire.
+    Bytes(Vec<u8>),
+}
 
 /// A JSON body whose stored values are kept as text beside it, so that they
 /// can hold what `serde_json::Value` cannot (`1e999`, 200 levels of nesting).

@@ -5,8 +5,9 @@
 use fastrand::Rng;
 
 use super::bodies;
+use super::bodies::Payload;
 use super::catalog::Route;
-use super::request::{Payload, Request, Target};
+use super::request::{Request, Target};
 use super::world::{MEMORY_KEYS, SESSIONS, World};
 use crate::admin_token;
 use crate::raw::Framing;

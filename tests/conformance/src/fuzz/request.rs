@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::bodies::JsonBody;
+use super::bodies::Payload;
 use super::catalog::Route;
 use crate::Reply;
 use crate::raw::{self, Framing};
@@ -67,17 +67,6 @@ impl Stage {
             Stage::Body => (400..500).contains(&status),
         }
     }
-}
-
-/// What a request body is.
-#[derive(Debug, Clone)]
-pub enum Payload {
-    /// No body.
-    Empty,
-    /// JSON still being shaped.
-    Json(JsonBody),
-    /// Bytes as they go on the wire.
-    Bytes(Vec<u8>),
 }
 
 /// A request as the fuzz shapes it.

@@ -5,8 +5,9 @@
 use fastrand::Rng;
 
 use crate::Value;
+use crate::fuzz::bodies::Payload;
 use crate::fuzz::catalog::Route;
-use crate::fuzz::request::{Payload, Request, Stage};
+use crate::fuzz::request::{Request, Stage};
 use crate::fuzz::values;
 
 /// One body mutation; a request without a JSON body gets a random one.

@@ -1,7 +1,8 @@
 //! Types for bodies no type reads or writes: event pages, errors and probe
 //! answers are written as text, an append's body is read by a strict parser
 //! (`append_body`). They give those bodies their schemas, and
-//! `openapi/tests.rs` checks the text against them.
+//! `openapi/tests.rs` checks the text against them. The route table names
+//! them; the OpenAPI document shows them.
 
 #![allow(
     clippy::disallowed_macros,
