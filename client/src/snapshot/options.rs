@@ -1,5 +1,5 @@
-//! How a push proceeds: the options [`push`](fn@super::push) and every upload take, shared by the
-//! delta and the whole-file push.
+//! How a push and a pull proceed: the options [`push`](fn@super::push) (and every upload) and
+//! [`pull`](fn@super::pull) take, shared by their chunked and whole-file ways.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,4 +32,17 @@ pub struct PushOptions {
     /// pusher's snapshot replaced them) answers the commit `409 chunks_missing`; those are
     /// uploaded and the commit tried again.
     pub previous: Option<Arc<ChunkedFile>>,
+}
+
+/// How a pull proceeds.
+#[derive(Debug, Clone, Default)]
+pub struct PullOptions {
+    /// Show a progress bar (on a terminal only).
+    pub progress: bool,
+    /// Give up (retries included) at this instant.
+    pub deadline: Option<Instant>,
+    /// Download the whole file in one request even when the server knows the chunk routes.
+    pub whole_file: bool,
+    /// A local chunk cache: chunks found there are not fetched, fetched ones are added.
+    pub cache: Option<ChunkCache>,
 }
