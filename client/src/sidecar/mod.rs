@@ -89,7 +89,7 @@ pub struct SidecarOptions {
     pub db: PathBuf,
     /// This container's id (from `boot`).
     pub container_id: String,
-    /// The container's token file (`boot` writes it; see [`crate::credentials`]), shared and
+    /// The container's token file (`boot` writes it; see [`crate::http::credentials`]), shared and
     /// kept fresh; `None` keeps the token in memory only.
     pub token_file: Option<PathBuf>,
     /// Where the stamp state and snapshot copies live.
