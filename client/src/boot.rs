@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::credentials::token_file;
 use crate::error::{Error, Result};
 use crate::http::Client;
+use crate::http::credentials::token_file;
 use crate::ids::AgentRef;
 use crate::snapshot::{self, ChunkCache, PullOptions, PullOutcome, PulledSnapshot};
 use crate::town::{self, RegisteredAgent};

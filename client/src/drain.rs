@@ -7,9 +7,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::boot::{AgentOutcome, kilo_db_path};
-use crate::credentials::token_file;
 use crate::error::{Error, Result};
 use crate::http::Client;
+use crate::http::credentials::token_file;
 use crate::ids::AgentRef;
 use crate::snapshot::{self, PushOptions, PushReceipt};
 use crate::town::{self, RegisteredAgent};

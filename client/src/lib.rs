@@ -45,7 +45,6 @@ pub mod atomic_write;
 pub mod backup;
 pub mod boot;
 pub mod config;
-pub mod credentials;
 pub mod drain;
 pub mod error;
 pub mod http;
@@ -61,5 +60,7 @@ pub mod town;
 pub use config::Config;
 pub use error::{Error, Result, exit};
 pub use http::Client;
+// The token's upkeep belongs to the HTTP client; its path at the root stays for its users.
+pub use http::credentials;
 pub use ids::AgentRef;
 pub use retry::RetryPolicy;

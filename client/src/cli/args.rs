@@ -4,7 +4,8 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use super::sidecar_args::SidecarArgs;
+use super::parse_budget;
+use super::sidecar_args::SidecarArgs;
 
 pub const AFTER_HELP: &str = "\
 Configuration:
@@ -279,8 +280,4 @@ pub struct TailArgs {
     /// Only events of this type.
     #[arg(long = "type")]
     pub event_type: Option<String>,
-}
-
-pub fn parse_budget(text: &str) -> Result<Duration, String> {
-    stasis_client::config::parse_duration(text).map_err(|e| e.to_string())
 }

@@ -10,9 +10,16 @@ pub mod sidecar_args;
 pub mod snapshot;
 pub mod tail;
 
+use std::time::Duration;
+
 use args::AgentArgs;
 use stasis_client::boot::AgentOutcome;
 use stasis_client::{AgentRef, Error};
+
+/// A time budget on the command line (`10m`, `90s`, `1h30m`), as clap's value parser.
+fn parse_budget(text: &str) -> Result<Duration, String> {
+    stasis_client::config::parse_duration(text).map_err(|e| e.to_string())
+}
 
 fn agent_ref(args: &AgentArgs) -> Result<AgentRef, Error> {
     AgentRef::new(&args.town, &args.rig, &args.agent)

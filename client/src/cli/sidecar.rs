@@ -8,8 +8,8 @@ use stasis_client::boot::kilo_db_path;
 use stasis_client::sidecar::{Bound, End, Log, Sidecar, SidecarOptions, StopHandle};
 use stasis_client::{AgentRef, Client, Error, exit};
 
-use super::args::SidecarArgs;
 use super::output::Output;
+use super::sidecar_args::SidecarArgs;
 
 /// The options the command line gives; whatever it leaves out keeps its default.
 fn options_from(args: SidecarArgs) -> Result<SidecarOptions, Error> {

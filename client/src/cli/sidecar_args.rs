@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::parse_budget;
+use super::parse_budget;
 
 #[derive(Debug, Args)]
 pub struct SidecarArgs {

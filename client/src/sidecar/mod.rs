@@ -4,9 +4,10 @@
 //! Four threads:
 //! - the reader (`stream.rs`) follows `GET /event`, drops sync twins, keep-alives and repeated
 //!   ids, and queues `{type, session_id, data}` events in a bounded queue (`queue.rs`);
-//! - the forwarder (`forward.rs`, `deliver.rs`) sends them in stamped batches (the stamp state
-//!   survives a restart: `state.rs`), retrying forever while stasis is unreachable, and reads the
-//!   conversation back from the runtime (`resync.rs`) where events went missing;
+//! - the forwarder (`forward/`; `forward/deliver.rs` sends each batch) sends them in stamped
+//!   batches (the stamp state survives a restart: `state.rs`), retrying forever while stasis is
+//!   unreachable, and reads the conversation back from the runtime (`resync.rs`) where events
+//!   went missing;
 //! - the snapshot thread (`snapshots.rs`) pushes kilo.db when a turn ends and while it changes;
 //! - the caller's thread waits for a stop ([`StopHandle`]), then gives the others the shutdown
 //!   budget to flush the queue and push a last snapshot.
@@ -38,7 +39,6 @@
 
 mod batch;
 mod control;
-mod deliver;
 mod event;
 mod forward;
 mod queue;
@@ -89,7 +89,7 @@ pub struct SidecarOptions {
     pub db: PathBuf,
     /// This container's id (from `boot`).
     pub container_id: String,
-    /// The container's token file (`boot` writes it; see [`crate::credentials`]), shared and
+    /// The container's token file (`boot` writes it; see [`crate::http::credentials`]), shared and
     /// kept fresh; `None` keeps the token in memory only.
     pub token_file: Option<PathBuf>,
     /// Where the stamp state and snapshot copies live.

@@ -10,10 +10,13 @@ mod delta_push;
 mod image;
 mod landing;
 mod manifest;
+mod options;
 mod ordered_hash;
 mod parallel;
 mod pull;
+mod pull_outcome;
 mod push;
+mod push_receipt;
 mod transfer;
 mod whole_file_pull;
 
@@ -30,11 +33,11 @@ pub use cache::{CACHE_DIR_ENV, CacheRead, ChunkCache, DEFAULT_CACHE_BYTES};
 pub use chunks::{ChunkedFile, chunk_size_for};
 pub use image::{CopyBytes, Image, LocalCopy};
 pub use landing::quick_check;
-pub use pull::{PullOptions, PullOutcome, PulledSnapshot, pull};
-pub use push::{
-    PushOptions, PushReceipt, SMALL_SNAPSHOT_BYTES, push, upload_file, upload_image,
-    upload_whole_file,
-};
+pub use options::{PullOptions, PushOptions};
+pub use pull::pull;
+pub use pull_outcome::{PullOutcome, PulledSnapshot};
+pub use push::{SMALL_SNAPSHOT_BYTES, push, upload_file, upload_image, upload_whole_file};
+pub use push_receipt::PushReceipt;
 pub use transfer::{PullTransfer, PushTransfer, TransferMode};
 
 /// The hex sha256 and size of a file, read in chunks.

@@ -3,61 +3,17 @@
 //! SQLite, then renamed into place.
 
 use std::path::Path;
-use std::time::Instant;
-
-use serde::Serialize;
 
 use super::cache::ChunkCache;
 use super::chunked_pull::{Chunked, ChunkedPull};
 use super::landing::local_version;
 use super::manifest::Manifest;
-use super::transfer::PullTransfer;
+use super::options::PullOptions;
+use super::pull_outcome::PullOutcome;
 use super::whole_file_pull::pull_whole_file;
 use crate::error::{Error, Result};
 use crate::http::Client;
 use crate::ids::AgentRef;
-
-/// The code of stasis's 404 for an agent without a snapshot.
-pub(crate) const NO_SNAPSHOT: &str = "snapshot_not_found";
-
-/// How a pull proceeds.
-#[derive(Debug, Clone, Default)]
-pub struct PullOptions {
-    /// Show a progress bar (on a terminal only).
-    pub progress: bool,
-    /// Give up (retries included) at this instant.
-    pub deadline: Option<Instant>,
-    /// Download the whole file in one request even when the server knows the chunk routes.
-    pub whole_file: bool,
-    /// A local chunk cache: chunks found there are not fetched, fetched ones are added.
-    pub cache: Option<ChunkCache>,
-}
-
-/// A snapshot written by a pull.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PulledSnapshot {
-    /// The snapshot's version, when the server said.
-    pub version: Option<u64>,
-    /// The hex sha256 of the bytes, verified.
-    pub sha256: String,
-    /// Bytes written.
-    pub size: u64,
-    /// The event watermark stored with it.
-    pub event_seq: Option<u64>,
-    /// True when the local file already held these bytes (304) and was left as it was.
-    pub unchanged: bool,
-    /// What came over the wire (`None` when nothing was written).
-    pub transfer: Option<PullTransfer>,
-}
-
-/// What a pull found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PullOutcome {
-    /// The snapshot is at the requested path.
-    Pulled(PulledSnapshot),
-    /// The server holds no snapshot for the agent; nothing was written.
-    NoSnapshot,
-}
 
 /// Downloads `agent`'s snapshot to `out`, creating missing parent directories.
 ///

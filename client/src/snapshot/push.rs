@@ -3,75 +3,22 @@
 //! to a server without the chunk routes or when asked; the receipt is checked either way.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
 use ureq::SendBody;
 use ureq::http::Response;
 
-use super::cache::ChunkCache;
 use super::chunks::ChunkedFile;
 use super::delta_push::{Delta, DeltaPush};
 use super::image::{Image, LocalCopy};
+use super::options::PushOptions;
+use super::push_receipt::{PushReceipt, check_receipt, current_if_ours};
+use super::quote_etag;
 use super::transfer::{PushTransfer, TransferMode};
-use super::{announced_sha256, header_u64, quote_etag};
-use crate::backup::BackupOptions;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::http::{self, Client};
 use crate::ids::AgentRef;
 use crate::progress;
 use crate::retry::Attempt;
-
-/// How a push proceeds.
-#[derive(Debug, Clone, Default)]
-pub struct PushOptions {
-    /// The event watermark stored with the snapshot (`X-Stasis-Event-Seq`).
-    pub event_seq: Option<u64>,
-    /// Store only if the current snapshot has this ETag (`If-Match`; quotes optional).
-    pub if_match: Option<String>,
-    /// Show a progress bar (on a terminal only).
-    pub progress: bool,
-    /// Give up (retries included) at this instant.
-    pub deadline: Option<Instant>,
-    /// How the local copy is taken.
-    pub backup: BackupOptions,
-    /// Send the whole file in one request even when the server knows the chunk routes.
-    pub whole_file: bool,
-    /// A local chunk cache the push fills with the copy's chunks (so that a pull of what was
-    /// pushed fetches nothing).
-    pub cache: Option<ChunkCache>,
-    /// The chunks of this agent's snapshot as last pushed from here by chunks (the sidecar keeps
-    /// them): the chunks that differ from them are uploaded without first asking the server
-    /// which it lacks. A server that no longer holds some of the others (collected, or another
-    /// pusher's snapshot replaced them) answers the commit `409 chunks_missing`; those are
-    /// uploaded and the commit tried again.
-    pub previous: Option<Arc<ChunkedFile>>,
-}
-
-/// The server's receipt for a stored snapshot.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PushReceipt {
-    /// The snapshot's version, increasing per agent.
-    pub version: u64,
-    /// The hex sha256 of the stored bytes (checked against the local one).
-    pub sha256: String,
-    /// Bytes stored.
-    pub size: u64,
-    /// Where the server keeps it: `inline` or `kv`. `None` only when an answer was lost and
-    /// the receipt was rebuilt from the snapshot's headers (see [`push`]).
-    #[serde(default)]
-    pub storage: Option<String>,
-    /// The event watermark stored with it.
-    #[serde(default)]
-    pub event_watermark: Option<u64>,
-    /// The `ETag` answered, for a later `If-Match`.
-    #[serde(default)]
-    pub etag: Option<String>,
-    /// What went over the wire (set by the client, not by the server).
-    #[serde(default)]
-    pub transfer: Option<PushTransfer>,
-}
 
 /// Takes a consistent copy of the live database at `db` (see [`LocalCopy`]: in memory when it
 /// is small enough, else in a temporary directory), hashes its chunks, and uploads it as
@@ -263,55 +210,4 @@ impl Upload<'_> {
         check_receipt(receipt, self.agent, self.sha256, self.size, &self.what)
             .map_err(Attempt::fail)
     }
-}
-
-/// `receipt` when it stores `sha256` and `size` (what was sent), else the error saying how
-/// it differs.
-pub(crate) fn check_receipt(
-    receipt: PushReceipt,
-    agent: &AgentRef,
-    sha256: &str,
-    size: u64,
-    what: &str,
-) -> Result<PushReceipt> {
-    if !receipt.sha256.eq_ignore_ascii_case(sha256) {
-        return Err(Error::Integrity {
-            what: format!("the server's receipt of {agent}'s snapshot"),
-            expected: sha256.to_owned(),
-            actual: receipt.sha256,
-        });
-    }
-    if receipt.size != size {
-        return Err(Error::Protocol {
-            what: what.to_owned(),
-            detail: format!("stored {} bytes, {size} were sent", receipt.size),
-        });
-    }
-    Ok(receipt)
-}
-
-/// `HEAD .../db-snapshot`: a receipt when the current snapshot is the one being pushed.
-pub(crate) fn current_if_ours(
-    client: &Client,
-    agent: &AgentRef,
-    sha256: &str,
-    size: u64,
-    deadline: Option<Instant>,
-) -> Option<PushReceipt> {
-    let url = client.config().url(&agent.path("/db-snapshot"));
-    let request = client.prepare(client.agent().head(url), deadline).ok()?;
-    let response = request.call().ok()?;
-    let current = announced_sha256(&response)?;
-    if response.status().as_u16() != 200 || !current.eq_ignore_ascii_case(sha256) {
-        return None;
-    }
-    Some(PushReceipt {
-        version: header_u64(&response, "x-stasis-snapshot-version")?,
-        sha256: sha256.to_owned(),
-        size,
-        storage: None,
-        event_watermark: header_u64(&response, "x-stasis-event-seq"),
-        etag: http::header(&response, "etag").map(str::to_owned),
-        transfer: None,
-    })
 }

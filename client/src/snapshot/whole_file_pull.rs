@@ -9,7 +9,8 @@ use sha2::{Digest, Sha256};
 use ureq::http::Response;
 
 use super::landing;
-use super::pull::{NO_SNAPSHOT, PullOptions, PullOutcome, PulledSnapshot};
+use super::options::PullOptions;
+use super::pull_outcome::{NO_SNAPSHOT, PullOutcome, PulledSnapshot};
 use super::transfer::{PullTransfer, TransferMode};
 use super::{announced_sha256, header_u64, is_sha256_hex, quote_etag};
 use crate::atomic_write::AtomicFile;

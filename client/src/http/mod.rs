@@ -1,4 +1,7 @@
-//! The HTTP side: one `ureq` agent, the bearer token, error decoding and the retry loop.
+//! The HTTP side: one `ureq` agent, the bearer token (kept alive by [`credentials`]), error
+//! decoding and the retry loop.
+
+pub mod credentials;
 
 use std::io::Read;
 use std::sync::Arc;
@@ -9,8 +12,9 @@ use serde::de::DeserializeOwned;
 use ureq::http::Response;
 use ureq::{Body, RequestBuilder};
 
+use credentials::Credentials;
+
 use crate::config::Config;
-use crate::credentials::{self, Credentials};
 use crate::error::{Error, Result};
 use crate::retry::{self, Attempt, RetryNotice, RetryPolicy};
 
@@ -96,7 +100,7 @@ impl Client {
         &self.credentials
     }
 
-    /// Adds the token (refreshed first when due; see [`crate::credentials`]), and a total
+    /// Adds the token (refreshed first when due; see [`credentials`]), and a total
     /// timeout ending at `deadline` when given. Fails (final) only when stasis refused to
     /// refresh the token because this container is fenced.
     pub(crate) fn prepare<B>(

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::Log;
-use super::batch::Batch;
-use super::forward::{Forwarder, Stop};
-use super::snapshots::SnapshotCall;
-use super::stats::add;
+use super::{Forwarder, Stop};
 use crate::error::Error;
 use crate::retry::{self, RetryPolicy};
+use crate::sidecar::Log;
+use crate::sidecar::batch::Batch;
+use crate::sidecar::snapshots::SnapshotCall;
+use crate::sidecar::stats::add;
 
 /// The longest one append attempt may take (a 4 MiB body on a slow link included).
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);

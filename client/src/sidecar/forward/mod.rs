@@ -1,6 +1,8 @@
 //! The forwarder thread: builds batches from the queue (a short linger, stasis's limits),
-//! stamps each and hands it to [`super::deliver`], which sends it until stasis stores it. It
+//! stamps each and hands it to [`deliver`], which sends it until stasis stores it. It
 //! also runs the resyncs queued by the reader and by gaps, in their place in the order.
+
+mod deliver;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -8,9 +10,10 @@ use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
+use deliver::{Failures, retryable};
+
 use super::batch::BatchBuilder;
 use super::control::Control;
-use super::deliver::{Failures, retryable};
 use super::event::Outgoing;
 use super::queue::{Item, Queue, Resync};
 use super::resync::{self, Resent};
