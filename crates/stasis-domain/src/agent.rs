@@ -16,14 +16,8 @@ use crate::{
 };
 use serde::{Deserialize, Serialize};
 
-/// What the runtime supplies to every call: the clock and its settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ObjectEnv {
-    /// Milliseconds since the epoch.
-    pub now_ms: i64,
-    /// Retention: events kept per agent.
-    pub max_events: u64,
-}
+// Kept at its first path, where the runtimes and tests name it.
+pub use crate::object_env::ObjectEnv;
 
 /// One operation on an agent object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

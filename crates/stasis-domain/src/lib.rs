@@ -35,6 +35,7 @@ pub mod fence;
 pub mod ids;
 pub mod json_limits;
 pub mod limits;
+pub mod object_env;
 pub mod operation;
 pub mod recall;
 pub mod snapshot;

@@ -4,7 +4,7 @@
 use super::{
     Precondition, SnapshotMeta, chunk_calls, chunk_table, manifest::Manifest, rules, wire_bytes,
 };
-use crate::{DomainError, agent::ObjectEnv, sql::SqlStore};
+use crate::{DomainError, object_env::ObjectEnv, sql::SqlStore};
 use serde::{Deserialize, Serialize};
 
 /// One snapshot operation on the agent object.

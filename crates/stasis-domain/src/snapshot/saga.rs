@@ -12,7 +12,7 @@ use super::{
 };
 use crate::{
     DomainError, Refusal,
-    agent::ObjectEnv,
+    object_env::ObjectEnv,
     operation::snapshot::{self as op, SnapshotOperation},
     sql::SqlStore,
 };

@@ -12,11 +12,11 @@
 use super::{commit, stage, ticket};
 use crate::{
     DomainError,
-    agent::ObjectEnv,
     agent_state::{
         ImportSummary,
         manifest::{ManifestAgent, ManifestEvent, ManifestMemory, ManifestSession},
     },
+    object_env::ObjectEnv,
     snapshot::StagedSnapshot,
     sql::SqlStore,
 };
