@@ -41,6 +41,7 @@ pub mod recall;
 pub mod snapshot;
 pub mod sql;
 pub mod town;
+pub mod typed_operation;
 pub mod wire;
 
 pub use error::{DomainError, FenceRefusal, Refusal};

@@ -15,9 +15,10 @@ use super::{
     chunk_calls::{ChunkSource, Plan},
     chunk_key,
     manifest::Manifest,
+    operations as op,
     saga::{BlobStore, CORRUPT, SHA256_MISMATCH, SnapshotObject, fetch_visible},
 };
-use crate::{DomainError, operation::snapshot as op};
+use crate::DomainError;
 
 /// When an upload began and how long its chunks are kept while no manifest
 /// names them.

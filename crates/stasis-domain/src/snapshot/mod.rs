@@ -33,6 +33,7 @@ mod chunk_table;
 mod digest;
 pub mod import_chunks;
 pub mod manifest;
+pub mod operations;
 pub mod ranges;
 mod rules;
 pub mod saga;

@@ -1,21 +1,19 @@
 //! A whole snapshot operation across the agent's object and the KV store.
 //!
 //! Each step that touches the object is one typed snapshot operation
-//! ([`crate::operation::snapshot`], atomic on its own); between them the KV store is written or read. The order is
-//! what makes a crash harmless: a KV key is written before the metadata
-//! names it and deleted only after the metadata stopped naming it, so a
-//! crash leaves at worst an orphaned key, which [`sweep`] removes.
+//! ([`super::operations`], atomic on its own); between them the KV store is
+//! written or read. The order is what makes a crash harmless: a KV key is
+//! written before the metadata names it and deleted only after the metadata
+//! stopped naming it, so a crash leaves at worst an orphaned key, which
+//! [`sweep`] removes.
 
 use super::{
     Located, PutRequest, Reserved, RunningHash, SnapshotMeta, StagedSnapshot, chunk_key,
-    chunk_saga, digest, is_sha256_hex, rules,
+    chunk_saga, digest, is_sha256_hex,
+    operations::{self as op, SnapshotOperation},
+    rules,
 };
-use crate::{
-    DomainError, Refusal,
-    object_env::ObjectEnv,
-    operation::snapshot::{self as op, SnapshotOperation},
-    sql::SqlStore,
-};
+use crate::{DomainError, Refusal, object_env::ObjectEnv, sql::SqlStore};
 use std::future::Future;
 
 /// The agent's object, as the saga reaches it.

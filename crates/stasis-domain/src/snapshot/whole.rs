@@ -11,10 +11,10 @@ use super::{
     chunk_saga::{self, CommitRequest},
     digest::RunningHash,
     manifest::{Manifest, server_chunk_size},
-    rules,
+    operations as snapshot_op, rules,
     saga::{self, BlobStore, SHA256_MISMATCH, SnapshotObject},
 };
-use crate::{DomainError, operation::snapshot as snapshot_op};
+use crate::DomainError;
 
 pub use super::whole_reader::{WholeReader, read_chunk};
 
