@@ -9,9 +9,9 @@
 //! - [`sql::SqlStore`]: one object's SQL database, synchronous like Durable
 //!   Object SQL and like a component's `sql` import. Each call into this crate
 //!   runs inside one transaction the adapter owns.
-//! - [`snapshot::saga::SnapshotObject`] and [`snapshot::saga::BlobStore`]: the
-//!   agent object and the KV store as the snapshot sagas reach them (chunks in
-//!   KV, manifests in the object).
+//! - [`snapshot::ports::SnapshotObject`] and [`snapshot::ports::BlobStore`]:
+//!   the agent object and the KV store as the snapshot sagas reach them
+//!   (chunks in KV, manifests in the object).
 //!
 //! The wasm components, the local host and the edge worker are adapters over
 //! these functions; none of them restates a rule.

@@ -14,9 +14,10 @@ use super::{
     COLLECT_BATCH, Precondition, SnapshotMeta,
     chunk_calls::{ChunkSource, Plan},
     chunk_key,
+    digest::{CORRUPT, SHA256_MISMATCH},
     manifest::Manifest,
     operations as op,
-    saga::{BlobStore, CORRUPT, SHA256_MISMATCH, SnapshotObject, fetch_visible},
+    ports::{BlobStore, SnapshotObject, fetch_visible},
 };
 use crate::DomainError;
 

@@ -11,11 +11,12 @@
 //! is checked against its sha256.
 //!
 //! - [`execute`] runs the object's side ([`SnapshotCall`]) over its SQL.
-//! - [`saga`] drives a whole put/get/delete/sweep over two async ports: the
-//!   agent's object ([`saga::SnapshotObject`]) and the KV store
-//!   ([`saga::BlobStore`]). Each runtime runs it in its own process (so the
-//!   bytes stream and are hashed natively): the host over its agent objects
-//!   and KV folder, the edge worker over Durable Object calls and Workers KV.
+//! - [`saga`] drives a whole put/get/delete/sweep over two async
+//!   [`ports`]: the agent's object ([`ports::SnapshotObject`]) and the KV
+//!   store ([`ports::BlobStore`]). Each runtime runs it in its own process
+//!   (so the bytes stream and are hashed natively): the host over its agent
+//!   objects and KV folder, the edge worker over Durable Object calls and
+//!   Workers KV.
 
 #![cfg_attr(
     feature = "schema",
@@ -34,6 +35,7 @@ mod digest;
 pub mod import_chunks;
 pub mod manifest;
 pub mod operations;
+pub mod ports;
 pub mod ranges;
 mod rules;
 pub mod saga;

@@ -1,6 +1,6 @@
 //! The snapshot steps the agent object answers: each call and the reply it
 //! reads (also named `operation::snapshot`). The sagas run them through
-//! their object port ([`super::saga::SnapshotObject`]); a runtime carries
+//! their object port ([`super::ports::SnapshotObject`]); a runtime carries
 //! them in an agent call ([`crate::operation::agent::snapshot`]).
 
 use super::{

@@ -9,10 +9,11 @@
 use super::{
     MAX_INLINE_LIMIT, PutRequest, SnapshotMeta, StagedSnapshot, chunk_key,
     chunk_saga::{self, CommitRequest},
-    digest::RunningHash,
+    digest::{RunningHash, SHA256_MISMATCH},
     manifest::{Manifest, server_chunk_size},
-    operations as snapshot_op, rules,
-    saga::{self, BlobStore, SHA256_MISMATCH, SnapshotObject},
+    operations as snapshot_op,
+    ports::{BlobStore, SnapshotObject},
+    rules, saga,
 };
 use crate::DomainError;
 
