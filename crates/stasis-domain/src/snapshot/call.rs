@@ -2,7 +2,8 @@
 //! sends them to the agent's Durable Object as JSON).
 
 use super::{
-    Precondition, SnapshotMeta, chunk_calls, chunk_table, manifest::Manifest, rules, wire_bytes,
+    Committed, Precondition, Reserved, SnapshotMeta, chunk_calls, chunk_table, manifest::Manifest,
+    rules, wire_bytes,
 };
 use crate::{DomainError, object_env::ObjectEnv, sql::SqlStore};
 use serde::{Deserialize, Serialize};
@@ -172,24 +173,6 @@ pub enum SnapshotReply {
     Planned(Option<super::chunk_calls::Plan>),
     /// Where a chunk is, if the store holds it.
     ChunkAt(Option<super::chunk_calls::ChunkSource>),
-}
-
-/// A reserved version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reserved {
-    /// The version.
-    pub version: u64,
-    /// Where to write the bytes first; `None` for an inline snapshot.
-    pub kv_key: Option<String>,
-}
-
-/// A finished switch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Committed {
-    /// The new current snapshot.
-    pub meta: SnapshotMeta,
-    /// The KV key it replaced, to delete now.
-    pub superseded_key: Option<String>,
 }
 
 /// The current snapshot and where its bytes are.

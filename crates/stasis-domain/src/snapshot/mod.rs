@@ -45,7 +45,7 @@ pub mod whole;
 mod whole_reader;
 mod wire_bytes;
 
-pub use call::{Committed, Located, Reserved, SnapshotCall, SnapshotReply, execute, is_write};
+pub use call::{Located, SnapshotCall, SnapshotReply, execute, is_write};
 pub use digest::{ChunkHash, RunningHash, from_hex, is_sha256_hex, sha256_hex, to_hex};
 pub use rules::{current_meta, too_large, wipe};
 pub use schema::migrate;
@@ -122,6 +122,24 @@ impl SnapshotMeta {
     pub fn etag(&self) -> String {
         format!("\"{}\"", self.sha256)
     }
+}
+
+/// A reserved version: a put's, or an import's chunked snapshot's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reserved {
+    /// The version.
+    pub version: u64,
+    /// Where to write the bytes first; `None` for an inline snapshot.
+    pub kv_key: Option<String>,
+}
+
+/// A finished switch: a whole-file commit's or a manifest's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Committed {
+    /// The new current snapshot.
+    pub meta: SnapshotMeta,
+    /// The KV key it replaced, to delete now.
+    pub superseded_key: Option<String>,
 }
 
 /// An `If-Match` condition.
