@@ -2,8 +2,8 @@
 //! sends them to the agent's Durable Object as JSON).
 
 use super::{
-    Committed, Precondition, Reserved, SnapshotMeta, chunk_calls, chunk_table, manifest::Manifest,
-    rules, wire_bytes,
+    Committed, Precondition, Reserved, SnapshotMeta, chunk_calls, chunk_table, keys,
+    manifest::Manifest, rules, wire_bytes,
 };
 use crate::{DomainError, object_env::ObjectEnv, sql::SqlStore};
 use serde::{Deserialize, Serialize};
@@ -271,8 +271,8 @@ pub fn execute(
             SnapshotReply::Located(located)
         }
         SnapshotCall::Remove => SnapshotReply::Removed(rules::remove(store)?),
-        SnapshotCall::KeysInUse => SnapshotReply::Keys(rules::keys_in_use(store, env.now_ms)?),
-        SnapshotCall::Wipe => SnapshotReply::Keys(rules::wipe(store)?),
+        SnapshotCall::KeysInUse => SnapshotReply::Keys(keys::keys_in_use(store, env.now_ms)?),
+        SnapshotCall::Wipe => SnapshotReply::Keys(keys::wipe(store)?),
         SnapshotCall::CheckPrecondition { precondition } => {
             rules::check_precondition(store, precondition.as_ref())?;
             SnapshotReply::Done

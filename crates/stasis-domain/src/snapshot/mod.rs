@@ -33,6 +33,7 @@ pub mod chunk_saga;
 mod chunk_table;
 mod digest;
 pub mod import_chunks;
+mod keys;
 pub mod manifest;
 pub mod operations;
 pub mod ports;
@@ -47,7 +48,8 @@ mod wire_bytes;
 
 pub use call::{Located, SnapshotCall, SnapshotReply, execute, is_write};
 pub use digest::{ChunkHash, RunningHash, from_hex, is_sha256_hex, sha256_hex, to_hex};
-pub use rules::{current_meta, too_large, wipe};
+pub use keys::wipe;
+pub use rules::{current_meta, too_large};
 pub use schema::migrate;
 
 use serde::{Deserialize, Serialize};
