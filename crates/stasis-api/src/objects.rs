@@ -65,8 +65,8 @@ pub trait Objects {
     /// call's own transaction before running it (an agent with
     /// `stasis_domain::fence::admit`, a town with
     /// `stasis_domain::town::containers::require_current`; which calls are
-    /// checked is `stasis_domain::fence::guards_agent_call` and
-    /// `guards_town_call`). Snapshot steps are agent calls too
+    /// checked is `stasis_domain::agent::guards_agent_call` and
+    /// `stasis_domain::town::guards_town_call`). Snapshot steps are agent calls too
     /// (`operation::agent::snapshot`), so every write step of the sagas (chunk
     /// records, manifest commits, `missing`, collection) is fenced.
     fn fenced(&self, fence: Fence) -> Self

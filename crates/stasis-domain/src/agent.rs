@@ -16,14 +16,8 @@ use crate::{
 };
 use serde::{Deserialize, Serialize};
 
-/// What the runtime supplies to every call: the clock and its settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ObjectEnv {
-    /// Milliseconds since the epoch.
-    pub now_ms: i64,
-    /// Retention: events kept per agent.
-    pub max_events: u64,
-}
+// Kept at its first path, where the runtimes and tests name it.
+pub use crate::object_env::ObjectEnv;
 
 /// One operation on an agent object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,7 +73,7 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
 }
 
 /// [`execute`] for a write that may come from a container token: with a
-/// `fence`, a guarded call ([`crate::fence::guards_agent_call`]) first passes
+/// `fence`, a guarded call ([`guards_agent_call`]) first passes
 /// [`crate::fence::admit`], in the same transaction.
 pub fn execute_fenced(
     store: &impl SqlStore,
@@ -88,11 +82,23 @@ pub fn execute_fenced(
     fence: Option<&crate::fence::Fence>,
 ) -> Result<AgentReply, DomainError> {
     if let Some(fence) = fence
-        && crate::fence::guards_agent_call(call)
+        && guards_agent_call(call)
     {
         crate::fence::admit(store, fence)?;
     }
     execute(store, call, env)
+}
+
+/// Whether a fenced agent call is checked ([`crate::fence`]): every call
+/// that changes the agent, except dropping a snapshot reservation of one's
+/// own (a put refused at its commit cleans up after itself) and listing the
+/// keys in use.
+pub fn guards_agent_call(call: &AgentCall) -> bool {
+    is_write(call)
+        && !matches!(
+            call,
+            AgentCall::Snapshot(SnapshotCall::Abandon { .. } | SnapshotCall::KeysInUse)
+        )
 }
 
 /// Runs one call against the agent's store. The caller wraps it in one
@@ -131,5 +137,20 @@ pub fn is_write(call: &AgentCall) -> bool {
         | AgentCall::DispatchContext { .. } => false,
         AgentCall::Snapshot(call) => snapshot::is_write(call),
         AgentCall::State(call) => agent_state::is_write(call),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_agent_calls_that_change_the_object_are_guarded() {
+        assert!(guards_agent_call(&AgentCall::Snapshot(
+            SnapshotCall::Remove
+        )));
+        assert!(!guards_agent_call(&AgentCall::Snapshot(
+            SnapshotCall::Abandon { version: 1 }
+        )));
     }
 }

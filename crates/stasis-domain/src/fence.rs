@@ -4,16 +4,17 @@
 //! A container token names one container. Its writes are checked twice,
 //! each time inside the object's own transaction:
 //!
-//! - **the town**: a guarded town write ([`guards_town_call`]) needs its
-//!   container to be the town's current one
+//! - **the town**: a guarded town write ([`crate::town::guards_town_call`])
+//!   needs its container to be the town's current one
 //!   ([`crate::town::containers::require_current`]), in the same transaction
 //!   as the write itself;
-//! - **each agent**: an agent write carries a [`Fence`], the epoch the town
-//!   gave its container when it became current (the API reads it from the
-//!   town just before). The agent keeps the newest epoch any write brought
-//!   and refuses older ones ([`admit`]), so once the successor has written
-//!   to an agent, no write of the superseded container lands there, even one
-//!   that passed the town's check just before the takeover.
+//! - **each agent**: a guarded agent write
+//!   ([`crate::agent::guards_agent_call`]) carries a [`Fence`], the epoch
+//!   the town gave its container when it became current (the API reads it
+//!   from the town just before). The agent keeps the newest epoch any write
+//!   brought and refuses older ones ([`admit`]), so once the successor has
+//!   written to an agent, no write of the superseded container lands there,
+//!   even one that passed the town's check just before the takeover.
 //!
 //! What remains: a write that passed the town's check before the takeover
 //! may still land on an agent the successor has not written to yet. It then
@@ -23,12 +24,9 @@
 
 use crate::{
     DomainError,
-    agent::{self, AgentCall},
     error::FenceRefusal,
     params,
-    snapshot::SnapshotCall,
     sql::{RowExt, SqlStore},
-    town::{self, TownCall},
 };
 use serde::{Deserialize, Serialize};
 
@@ -88,24 +86,6 @@ pub fn admit(store: &impl SqlStore, fence: &Fence) -> Result<(), DomainError> {
     Ok(())
 }
 
-/// Whether a fenced agent call is checked: every call that changes the
-/// agent, except dropping a snapshot reservation of one's own (a put refused
-/// at its commit cleans up after itself) and listing the keys in use.
-pub fn guards_agent_call(call: &AgentCall) -> bool {
-    agent::is_write(call)
-        && !matches!(
-            call,
-            AgentCall::Snapshot(SnapshotCall::Abandon { .. } | SnapshotCall::KeysInUse)
-        )
-}
-
-/// Whether a fenced town call is checked: every call that changes the town
-/// but a heartbeat, which has its own rule (a superseded container's
-/// heartbeat answers without taking anything over).
-pub fn guards_town_call(call: &TownCall) -> bool {
-    town::is_write(call) && !matches!(call, TownCall::Heartbeat { .. })
-}
-
 /// 409 `container_fenced`: `container_id` was superseded by `current`.
 pub fn superseded(container_id: &str, current: Option<&str>) -> DomainError {
     let holder = current.map_or_else(
@@ -136,29 +116,4 @@ pub fn not_current(container_id: &str, current: Option<&str>) -> DomainError {
         ),
         current_container_id: current.map(str::to_owned),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::snapshot::SnapshotCall;
-
-    #[test]
-    fn only_calls_that_change_an_object_are_guarded() {
-        assert!(guards_agent_call(&AgentCall::Snapshot(
-            SnapshotCall::Remove
-        )));
-        assert!(!guards_agent_call(&AgentCall::Snapshot(
-            SnapshotCall::Abandon { version: 1 }
-        )));
-        assert!(guards_town_call(&TownCall::PutRegistry {
-            container_id: "c".into(),
-            agents: Vec::new(),
-        }));
-        assert!(!guards_town_call(&TownCall::Heartbeat {
-            container_id: "c".into(),
-            idempotency_key: None,
-        }));
-        assert!(!guards_town_call(&TownCall::GetState));
-    }
 }

@@ -9,9 +9,9 @@
 //! - [`sql::SqlStore`]: one object's SQL database, synchronous like Durable
 //!   Object SQL and like a component's `sql` import. Each call into this crate
 //!   runs inside one transaction the adapter owns.
-//! - [`snapshot::saga::SnapshotObject`] and [`snapshot::saga::BlobStore`]: the
-//!   agent object and the KV store as the snapshot sagas reach them (chunks in
-//!   KV, manifests in the object).
+//! - [`snapshot::ports::SnapshotObject`] and [`snapshot::ports::BlobStore`]:
+//!   the agent object and the KV store as the snapshot sagas reach them
+//!   (chunks in KV, manifests in the object).
 //!
 //! The wasm components, the local host and the edge worker are adapters over
 //! these functions; none of them restates a rule.
@@ -35,11 +35,13 @@ pub mod fence;
 pub mod ids;
 pub mod json_limits;
 pub mod limits;
+pub mod object_env;
 pub mod operation;
 pub mod recall;
 pub mod snapshot;
 pub mod sql;
 pub mod town;
+pub mod typed_operation;
 pub mod wire;
 
 pub use error::{DomainError, FenceRefusal, Refusal};

@@ -21,7 +21,7 @@ use super::{
 use crate::metrics::Metrics;
 use stasis_domain::{
     DomainError,
-    agent::{AgentCall, AgentReply, ObjectEnv},
+    agent::{self, AgentCall, AgentReply, ObjectEnv},
     event_log as log,
     fence::{self, Fence},
     town::{self, TownCall, TownReply},
@@ -334,7 +334,7 @@ impl Job {
             Call::Agent(Pending { call, reply }) => {
                 let result = in_savepoint(store, instances, |store, instances| {
                     if let Some(fence) = &fence
-                        && fence::guards_agent_call(&call)
+                        && agent::guards_agent_call(&call)
                     {
                         fence::admit(&store.data().db, fence)?;
                     }
@@ -345,7 +345,7 @@ impl Job {
             Call::Town(Pending { call, reply }) => {
                 let result = in_savepoint(store, instances, |store, instances| {
                     if let Some(fence) = &fence
-                        && fence::guards_town_call(&call)
+                        && town::guards_town_call(&call)
                     {
                         town::containers::require_current(&store.data().db, fence)?;
                     }

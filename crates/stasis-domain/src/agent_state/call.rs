@@ -6,7 +6,7 @@ use super::{
     checkpoint, export, memory, record, sessions,
     staging::{self, ImportCall, ImportReply},
 };
-use crate::{DomainError, agent::ObjectEnv, sql::SqlStore};
+use crate::{DomainError, object_env::ObjectEnv, sql::SqlStore};
 use serde::{Deserialize, Serialize};
 
 /// One operation on an agent's state beside its event log. Documents

@@ -23,9 +23,8 @@ use super::manifest::{
 use super::staging::{self, ImportBatch};
 use super::{MANIFEST_FORMAT, MAX_DOCUMENT_BYTES, MAX_ROLE_BYTES, SESSION_STATUSES};
 use crate::{
-    DomainError,
-    agent::ObjectEnv,
-    limits,
+    DomainError, limits,
+    object_env::ObjectEnv,
     snapshot::{self, SnapshotCall, SnapshotReply, StagedSnapshot},
     sql::SqlStore,
 };

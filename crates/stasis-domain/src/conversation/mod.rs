@@ -135,8 +135,10 @@ mod message;
 mod parse;
 mod prompt;
 mod raw;
+mod text;
 mod tokens;
 mod tool;
+mod tool_input;
 mod turn;
 
 /// The event types the rebuild reads; every other type is ignored.

@@ -5,7 +5,8 @@
 //! rebuild reads thousands of events and must cost about as much as reading
 //! them.
 
-use super::raw::{FlatData, MessageData, PartType, RawPart, Text};
+use super::raw::{FlatData, MessageData, PartType, RawPart};
+use super::text::Text;
 use super::tool::ToolCall;
 use crate::event_log::Event;
 use std::borrow::Cow;

@@ -2,10 +2,9 @@
 //! event's JSON (strings with escapes are the only copies). Every other field
 //! is skipped unread; a field of the wrong type makes the event malformed.
 
-use super::tool::InputSummary;
+use super::{text::Text, tool_input::InputSummary};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, Visitor};
-use std::borrow::Cow;
 use std::fmt;
 
 /// The data of an event that carries a message's `info` and maybe a part
@@ -171,38 +170,4 @@ pub(super) struct RawToolState<'a> {
     pub title: Option<Text<'a>>,
     #[serde(borrow)]
     pub input: Option<InputSummary<'a>>,
-}
-
-/// A JSON string, borrowed from the input unless it had escapes.
-///
-/// `Option<Cow<str>>` would always copy: serde only borrows into a bare
-/// `Cow<str>` field.
-pub(super) struct Text<'a>(pub Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_str(TextVisitor).map(Text)
-    }
-}
-
-struct TextVisitor;
-
-impl<'de> Visitor<'de> for TextVisitor {
-    type Value = Cow<'de, str>;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("a string")
-    }
-
-    fn visit_borrowed_str<E: serde::de::Error>(self, value: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(value))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(value.to_owned()))
-    }
-
-    fn visit_string<E: serde::de::Error>(self, value: String) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(value))
-    }
 }

@@ -1,6 +1,5 @@
 //! The agent object's operations: each call and the reply it reads.
 
-use super::{Operation, operations, snapshot::SnapshotOperation};
 use crate::{
     agent::{AgentCall, AgentReply},
     agent_state::{
@@ -12,7 +11,8 @@ use crate::{
     conversation::{Budget, PriorConversation},
     event_log::{AppendBatch, AppendOutcome, ReadPage, ReadQuery},
     recall::DispatchContext,
-    snapshot::{SnapshotCall, SnapshotReply},
+    snapshot::{SnapshotCall, SnapshotReply, operations::SnapshotOperation},
+    typed_operation::{Operation, operations},
 };
 
 /// An operation on an agent's object that reads as an `R`.

@@ -1,9 +1,11 @@
 //! The town object's operations: each call and the reply it reads.
 
-use super::{Operation, operations};
-use crate::town::{
-    EvictOutcome, HeartbeatOutcome, MayorAction, RegisteredAgent, Registry, RegistryAgent,
-    Standing, TownAgent, TownCall, TownEventPage, TownReply, TownState,
+use crate::{
+    town::{
+        EvictOutcome, HeartbeatOutcome, MayorAction, RegisteredAgent, Registry, RegistryAgent,
+        Standing, TownAgent, TownCall, TownEventPage, TownReply, TownState,
+    },
+    typed_operation::{Operation, operations},
 };
 
 /// An operation on a town's object that reads as an `R`.

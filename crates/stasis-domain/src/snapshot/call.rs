@@ -2,9 +2,10 @@
 //! sends them to the agent's Durable Object as JSON).
 
 use super::{
-    Precondition, SnapshotMeta, chunk_calls, chunk_table, manifest::Manifest, rules, wire_bytes,
+    Committed, Precondition, Reserved, SnapshotMeta, chunk_calls, chunk_table, keys,
+    manifest::Manifest, rules, wire_bytes,
 };
-use crate::{DomainError, agent::ObjectEnv, sql::SqlStore};
+use crate::{DomainError, object_env::ObjectEnv, sql::SqlStore};
 use serde::{Deserialize, Serialize};
 
 /// One snapshot operation on the agent object.
@@ -174,24 +175,6 @@ pub enum SnapshotReply {
     ChunkAt(Option<super::chunk_calls::ChunkSource>),
 }
 
-/// A reserved version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reserved {
-    /// The version.
-    pub version: u64,
-    /// Where to write the bytes first; `None` for an inline snapshot.
-    pub kv_key: Option<String>,
-}
-
-/// A finished switch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Committed {
-    /// The new current snapshot.
-    pub meta: SnapshotMeta,
-    /// The KV key it replaced, to delete now.
-    pub superseded_key: Option<String>,
-}
-
 /// The current snapshot and where its bytes are.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Located {
@@ -288,8 +271,8 @@ pub fn execute(
             SnapshotReply::Located(located)
         }
         SnapshotCall::Remove => SnapshotReply::Removed(rules::remove(store)?),
-        SnapshotCall::KeysInUse => SnapshotReply::Keys(rules::keys_in_use(store, env.now_ms)?),
-        SnapshotCall::Wipe => SnapshotReply::Keys(rules::wipe(store)?),
+        SnapshotCall::KeysInUse => SnapshotReply::Keys(keys::keys_in_use(store, env.now_ms)?),
+        SnapshotCall::Wipe => SnapshotReply::Keys(keys::wipe(store)?),
         SnapshotCall::CheckPrecondition { precondition } => {
             rules::check_precondition(store, precondition.as_ref())?;
             SnapshotReply::Done

@@ -3,8 +3,7 @@
 //! manifest, and the steps of a collection.
 
 use super::{
-    SnapshotMeta, StorageKind,
-    call::{Committed, Reserved},
+    Committed, Reserved, SnapshotMeta, StorageKind,
     chunk_table::{self, parse_all},
     digest::{self, ChunkHash},
     import_chunks,

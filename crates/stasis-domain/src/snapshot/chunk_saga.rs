@@ -14,10 +14,12 @@ use super::{
     COLLECT_BATCH, Precondition, SnapshotMeta,
     chunk_calls::{ChunkSource, Plan},
     chunk_key,
+    digest::{CORRUPT, SHA256_MISMATCH},
     manifest::Manifest,
-    saga::{BlobStore, CORRUPT, SHA256_MISMATCH, SnapshotObject, fetch_visible},
+    operations as op,
+    ports::{BlobStore, SnapshotObject, fetch_visible},
 };
-use crate::{DomainError, operation::snapshot as op};
+use crate::DomainError;
 
 /// When an upload began and how long its chunks are kept while no manifest
 /// names them.

@@ -1,6 +1,13 @@
-//! The snapshot's content hash.
+//! The snapshot's content hash, and the codes of bytes that fail it.
 
 use sha2::{Digest, Sha256};
+
+/// How a storage error about bytes that fail their sha256 begins; the API
+/// answers it with the code of the same name.
+pub const CORRUPT: &str = "snapshot_corrupt";
+
+/// The code of a body that does not hash to the sha256 its sender gave.
+pub const SHA256_MISMATCH: &str = "sha256_mismatch";
 
 /// A raw sha256, as chunk names are stored in SQL.
 pub type ChunkHash = [u8; 32];

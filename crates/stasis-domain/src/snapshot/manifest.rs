@@ -18,7 +18,7 @@ pub const MAX_CHUNKS: usize = 32_768;
 pub const CLIENT_MIN_CHUNK_SIZE: u64 = 32 * 1024;
 /// The smallest chunk size the server's own split (a whole-file PUT) uses
 /// unless its store asks for larger ones
-/// ([`super::saga::BlobStore::min_split_chunk_size`]): fewer, larger chunks
+/// ([`super::ports::BlobStore::min_split_chunk_size`]): fewer, larger chunks
 /// mean fewer KV writes and fsyncs.
 pub const SERVER_MIN_CHUNK_SIZE: u64 = 1024 * 1024;
 /// The most chunks the server's own split makes of a file of known size.

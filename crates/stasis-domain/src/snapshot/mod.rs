@@ -11,11 +11,12 @@
 //! is checked against its sha256.
 //!
 //! - [`execute`] runs the object's side ([`SnapshotCall`]) over its SQL.
-//! - [`saga`] drives a whole put/get/delete/sweep over two async ports: the
-//!   agent's object ([`saga::SnapshotObject`]) and the KV store
-//!   ([`saga::BlobStore`]). Each runtime runs it in its own process (so the
-//!   bytes stream and are hashed natively): the host over its agent objects
-//!   and KV folder, the edge worker over Durable Object calls and Workers KV.
+//! - [`saga`] drives a whole put/get/delete/sweep over two async
+//!   [`ports`]: the agent's object ([`ports::SnapshotObject`]) and the KV
+//!   store ([`ports::BlobStore`]). Each runtime runs it in its own process
+//!   (so the bytes stream and are hashed natively): the host over its agent
+//!   objects and KV folder, the edge worker over Durable Object calls and
+//!   Workers KV.
 
 #![cfg_attr(
     feature = "schema",
@@ -32,7 +33,10 @@ pub mod chunk_saga;
 mod chunk_table;
 mod digest;
 pub mod import_chunks;
+mod keys;
 pub mod manifest;
+pub mod operations;
+pub mod ports;
 pub mod ranges;
 mod rules;
 pub mod saga;
@@ -42,9 +46,10 @@ pub mod whole;
 mod whole_reader;
 mod wire_bytes;
 
-pub use call::{Committed, Located, Reserved, SnapshotCall, SnapshotReply, execute, is_write};
+pub use call::{Located, SnapshotCall, SnapshotReply, execute, is_write};
 pub use digest::{ChunkHash, RunningHash, from_hex, is_sha256_hex, sha256_hex, to_hex};
-pub use rules::{current_meta, too_large, wipe};
+pub use keys::wipe;
+pub use rules::{current_meta, too_large};
 pub use schema::migrate;
 
 use serde::{Deserialize, Serialize};
@@ -119,6 +124,24 @@ impl SnapshotMeta {
     pub fn etag(&self) -> String {
         format!("\"{}\"", self.sha256)
     }
+}
+
+/// A reserved version: a put's, or an import's chunked snapshot's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reserved {
+    /// The version.
+    pub version: u64,
+    /// Where to write the bytes first; `None` for an inline snapshot.
+    pub kv_key: Option<String>,
+}
+
+/// A finished switch: a whole-file commit's or a manifest's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Committed {
+    /// The new current snapshot.
+    pub meta: SnapshotMeta,
+    /// The KV key it replaced, to delete now.
+    pub superseded_key: Option<String>,
 }
 
 /// An `If-Match` condition.

@@ -1,8 +1,8 @@
-//! The object's side of a snapshot: versions, the metadata switch, and
-//! which KV keys are still in use.
+//! The object's side of a snapshot: versions, reservations and the
+//! metadata switch. Which KV keys the rows name is [`super::keys`].
 
 use super::chunk_table;
-use super::{MAX_INLINE_LIMIT, PENDING_TTL_MS, Precondition, SnapshotMeta, StorageKind};
+use super::{MAX_INLINE_LIMIT, Precondition, SnapshotMeta, StorageKind};
 use crate::{
     DomainError, Refusal, event_log, params,
     sql::{RowExt, SqlStore},
@@ -240,53 +240,6 @@ pub fn clear_current(store: &impl SqlStore) -> Result<(), DomainError> {
     store.run("DELETE FROM snapshot_meta", Vec::new())?;
     store.run("DELETE FROM snapshot_inline", Vec::new())?;
     Ok(())
-}
-
-/// The KV keys a sweep must keep: the current one and those of puts still
-/// in flight. Reservations older than [`PENDING_TTL_MS`] are given up.
-pub fn keys_in_use(store: &impl SqlStore, now_ms: i64) -> Result<Vec<String>, DomainError> {
-    store.run(
-        "DELETE FROM snapshot_pending WHERE reserved_at < ?1",
-        params![now_ms.saturating_sub(PENDING_TTL_MS)],
-    )?;
-    // An import's chunked snapshot whose process died goes the same way:
-    // its manifest is dropped, and its chunks are collected.
-    super::import_chunks::expire(store, now_ms)?;
-    let mut keys = Vec::new();
-    if let Some((_, Some(key))) = current(store)? {
-        keys.push(key);
-    }
-    for row in store.execute("SELECT kv_key FROM snapshot_pending", Vec::new())? {
-        keys.push(row.text(0)?.to_owned());
-    }
-    keys.extend(super::staged::key(store)?);
-    Ok(keys)
-}
-
-/// Removes every snapshot table's rows (the agent is destroyed or replaced)
-/// and returns the KV keys that referenced them. The version counter stays,
-/// so that no key is ever written twice.
-pub fn wipe(store: &impl SqlStore) -> Result<Vec<String>, DomainError> {
-    let mut keys = Vec::new();
-    if let Some((_, Some(key))) = current(store)? {
-        keys.push(key);
-    }
-    for row in store.execute("SELECT kv_key FROM snapshot_pending", Vec::new())? {
-        keys.push(row.text(0)?.to_owned());
-    }
-    keys.extend(super::staged::key(store)?);
-    chunk_table::drop_all_manifests(store)?;
-    chunk_table::release_all(store)?;
-    for table in [
-        "snapshot_meta",
-        "snapshot_inline",
-        "snapshot_pending",
-        "snapshot_staged",
-        "snapshot_importing",
-    ] {
-        store.run(&format!("DELETE FROM {table}"), Vec::new())?;
-    }
-    Ok(keys)
 }
 
 /// The current snapshot's metadata alone.

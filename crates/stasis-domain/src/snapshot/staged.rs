@@ -4,10 +4,10 @@
 //! metadata to it in the same step that replaces the rest of the agent.
 //!
 //! The staged row keeps its manifest's chunks (one reference each) and its
-//! KV key (see [`super::rules::keys_in_use`]) from collection and sweeps
-//! for as long as the import lasts, however long that is; once the import
-//! commits, aborts or is superseded, the row goes, and a collection or
-//! sweep removes what nothing names any more.
+//! KV key (see [`KeysInUse`](super::SnapshotCall::KeysInUse)) from
+//! collection and sweeps for as long as the import lasts, however long that
+//! is; once the import commits, aborts or is superseded, the row goes, and
+//! a collection or sweep removes what nothing names any more.
 
 use super::{StagedSnapshot, chunk_table, import_chunks, manifest::chunk_count, rules};
 use crate::{

@@ -9,12 +9,13 @@
 use super::{
     MAX_INLINE_LIMIT, PutRequest, SnapshotMeta, StagedSnapshot, chunk_key,
     chunk_saga::{self, CommitRequest},
-    digest::RunningHash,
+    digest::{RunningHash, SHA256_MISMATCH},
     manifest::{Manifest, server_chunk_size},
-    rules,
-    saga::{self, BlobStore, SHA256_MISMATCH, SnapshotObject},
+    operations as snapshot_op,
+    ports::{BlobStore, SnapshotObject},
+    rules, saga,
 };
-use crate::{DomainError, operation::snapshot as snapshot_op};
+use crate::DomainError;
 
 pub use super::whole_reader::{WholeReader, read_chunk};
 

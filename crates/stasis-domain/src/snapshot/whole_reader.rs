@@ -6,9 +6,10 @@ use super::{
     SnapshotMeta,
     chunk_calls::{ChunkSource, Plan},
     chunk_key, chunk_saga,
+    digest::CORRUPT,
     digest::RunningHash,
+    ports::{BlobStore, fetch_visible},
     ranges,
-    saga::{BlobStore, CORRUPT, fetch_visible},
 };
 use crate::DomainError;
 

@@ -208,7 +208,7 @@ pub fn execute(
 }
 
 /// [`execute`] for a write that may come from a container token: with a
-/// `fence`, a guarded call ([`crate::fence::guards_town_call`]) runs only
+/// `fence`, a guarded call ([`guards_town_call`]) runs only
 /// while the fence's container holds the town, checked in the same
 /// transaction.
 pub fn execute_fenced(
@@ -218,11 +218,18 @@ pub fn execute_fenced(
     fence: Option<&crate::fence::Fence>,
 ) -> Result<TownReply, DomainError> {
     if let Some(fence) = fence
-        && crate::fence::guards_town_call(call)
+        && guards_town_call(call)
     {
         containers::require_current(store, fence)?;
     }
     execute(store, call, env)
+}
+
+/// Whether a fenced town call is checked ([`crate::fence`]): every call that
+/// changes the town but a heartbeat, which has its own rule (a superseded
+/// container's heartbeat answers without taking anything over).
+pub fn guards_town_call(call: &TownCall) -> bool {
+    is_write(call) && !matches!(call, TownCall::Heartbeat { .. })
 }
 
 /// True when the call may change the object (and so needs a durable commit).
@@ -241,5 +248,23 @@ fn agent_ref(rig_id: &str, agent_id: &str) -> AgentRef {
     AgentRef {
         rig_id: rig_id.to_owned(),
         agent_id: agent_id.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_town_calls_that_change_the_object_are_guarded() {
+        assert!(guards_town_call(&TownCall::PutRegistry {
+            container_id: "c".into(),
+            agents: Vec::new(),
+        }));
+        assert!(!guards_town_call(&TownCall::Heartbeat {
+            container_id: "c".into(),
+            idempotency_key: None,
+        }));
+        assert!(!guards_town_call(&TownCall::GetState));
     }
 }

@@ -49,7 +49,7 @@ mod schema;
 pub mod state;
 
 pub use agents::{AgentRef, RegisteredAgent, TownAgent};
-pub use call::{TownCall, TownEnv, TownReply, execute, execute_fenced, is_write};
+pub use call::{TownCall, TownEnv, TownReply, execute, execute_fenced, guards_town_call, is_write};
 pub use containers::Standing;
 pub use dispatch::MayorAction;
 pub use eviction::EvictOutcome;

@@ -1,4 +1,4 @@
-//! The staging calls as data, and the function that runs them.
+//! The staging calls and their replies, as data.
 
 #![cfg_attr(
     feature = "schema",
@@ -9,16 +9,12 @@
     )
 )]
 
-use super::{commit, stage, ticket};
 use crate::{
-    DomainError,
-    agent::ObjectEnv,
     agent_state::{
         ImportSummary,
         manifest::{ManifestAgent, ManifestEvent, ManifestMemory, ManifestSession},
     },
     snapshot::StagedSnapshot,
-    sql::SqlStore,
 };
 use serde::{Deserialize, Serialize};
 
@@ -127,40 +123,4 @@ pub enum ImportReply {
     Committed(ImportSummary),
     /// Nothing is staged any more (or the ticket was stale).
     Aborted,
-}
-
-/// Runs one step against the agent's store, inside the caller's
-/// transaction (a refused step rolls back what it staged).
-pub fn execute(
-    store: &impl SqlStore,
-    call: &ImportCall,
-    env: &ObjectEnv,
-) -> Result<ImportReply, DomainError> {
-    Ok(match call {
-        ImportCall::Begin { import_id } => {
-            if let Some(id) = import_id {
-                crate::ids::check_id("import_id", id)?;
-            }
-            ImportReply::Ticket(ticket::begin(store, import_id.as_deref())?)
-        }
-        ImportCall::Resume { import_id, part } => {
-            ImportReply::Ticket(ticket::resume(store, import_id, *part)?)
-        }
-        ImportCall::Stage { ticket, batch } => {
-            ImportReply::Staged(stage::stage(store, *ticket, batch, env)?)
-        }
-        ImportCall::EndPart { ticket } => ImportReply::Staged(stage::end_part(store, *ticket)?),
-        ImportCall::Check { ticket } => ImportReply::Checked(commit::check(
-            store,
-            &ticket::current(store, *ticket)?,
-            env,
-        )?),
-        ImportCall::Commit { ticket } => {
-            ImportReply::Committed(commit::commit(store, *ticket, env)?)
-        }
-        ImportCall::Abort { ticket } => {
-            ticket::abort(store, *ticket)?;
-            ImportReply::Aborted
-        }
-    })
 }

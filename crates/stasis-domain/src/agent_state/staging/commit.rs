@@ -13,9 +13,9 @@ use super::{
 };
 use crate::{
     DomainError,
-    agent::ObjectEnv,
     agent_state::{ImportSummary, SESSION_STATUSES},
     event_log::schema::create_event_indexes,
+    object_env::ObjectEnv,
     params, snapshot,
     sql::{RowExt, SqlStore},
 };

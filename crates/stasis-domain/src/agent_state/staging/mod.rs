@@ -24,15 +24,51 @@ mod schema;
 mod stage;
 mod ticket;
 
-pub use call::{ImportBatch, ImportCall, ImportChecked, ImportProgress, ImportReply, execute};
+pub use call::{ImportBatch, ImportCall, ImportChecked, ImportProgress, ImportReply};
 pub(super) use commit::commit;
 pub(super) use schema::migrate;
 pub(super) use stage::stage;
 pub(crate) use ticket::clear;
 
-use crate::{DomainError, sql::SqlStore};
+use crate::{DomainError, object_env::ObjectEnv, sql::SqlStore};
 
 /// Begins an import with no id (one call or one request).
 pub(super) fn begin(store: &impl SqlStore, import_id: Option<&str>) -> Result<u64, DomainError> {
     ticket::begin(store, import_id)
+}
+
+/// Runs one step against the agent's store, inside the caller's
+/// transaction (a refused step rolls back what it staged).
+pub fn execute(
+    store: &impl SqlStore,
+    call: &ImportCall,
+    env: &ObjectEnv,
+) -> Result<ImportReply, DomainError> {
+    Ok(match call {
+        ImportCall::Begin { import_id } => {
+            if let Some(id) = import_id {
+                crate::ids::check_id("import_id", id)?;
+            }
+            ImportReply::Ticket(ticket::begin(store, import_id.as_deref())?)
+        }
+        ImportCall::Resume { import_id, part } => {
+            ImportReply::Ticket(ticket::resume(store, import_id, *part)?)
+        }
+        ImportCall::Stage { ticket, batch } => {
+            ImportReply::Staged(stage::stage(store, *ticket, batch, env)?)
+        }
+        ImportCall::EndPart { ticket } => ImportReply::Staged(stage::end_part(store, *ticket)?),
+        ImportCall::Check { ticket } => ImportReply::Checked(commit::check(
+            store,
+            &ticket::current(store, *ticket)?,
+            env,
+        )?),
+        ImportCall::Commit { ticket } => {
+            ImportReply::Committed(commit::commit(store, *ticket, env)?)
+        }
+        ImportCall::Abort { ticket } => {
+            ticket::abort(store, *ticket)?;
+            ImportReply::Aborted
+        }
+    })
 }

@@ -10,12 +10,12 @@ use super::{
 };
 use crate::{
     DomainError,
-    agent::ObjectEnv,
     agent_state::{
         checks::manifest_error,
         import,
         manifest::{ManifestAgent, ManifestEvent, ManifestMemory, ManifestSession},
     },
+    object_env::ObjectEnv,
     params, snapshot,
     sql::SqlStore,
 };

@@ -1,14 +1,14 @@
 //! The snapshot steps the agent object answers: each call and the reply it
-//! reads. The sagas run them through their object port
-//! ([`crate::snapshot::saga::SnapshotObject`]); a runtime carries them in an
-//! agent call ([`super::agent::snapshot`]).
+//! reads (also named `operation::snapshot`). The sagas run them through
+//! their object port ([`super::ports::SnapshotObject`]); a runtime carries
+//! them in an agent call ([`crate::operation::agent::snapshot`]).
 
-use super::{Operation, operations};
-use crate::snapshot::{
+use super::{
     Committed, Located, Precondition, Reserved, SnapshotCall, SnapshotReply,
     chunk_calls::{ChunkSource, Plan},
     manifest::Manifest,
 };
+use crate::typed_operation::{Operation, operations};
 
 /// A snapshot step that reads as an `R`.
 pub type SnapshotOperation<R> = Operation<SnapshotCall, SnapshotReply, R>;

@@ -1,0 +1,144 @@
+//! The two ports the snapshot sagas run over: the agent's object
+//! ([`SnapshotObject`]) and the KV store ([`BlobStore`]), with what every
+//! saga shares about them (a key read until KV shows it), and the object
+//! port over a store in this very process ([`LocalObject`], [`run_ready`]).
+
+use super::{RunningHash, digest, operations::SnapshotOperation};
+use crate::{DomainError, Refusal, object_env::ObjectEnv, sql::SqlStore};
+use std::future::Future;
+
+/// The agent's object, as the saga reaches it.
+pub trait SnapshotObject {
+    /// Runs one step atomically on the agent's object.
+    fn run<R: Send + 'static>(
+        &self,
+        step: SnapshotOperation<R>,
+    ) -> impl Future<Output = Result<R, DomainError>>;
+}
+
+/// A KV store of immutable blobs.
+pub trait BlobStore {
+    /// Stores `value` under `key`.
+    fn put(&self, key: &str, value: &[u8]) -> impl Future<Output = Result<(), DomainError>>;
+    /// The value under `key`, or `None` when this store does not show it
+    /// (yet: KV may be eventually consistent).
+    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, DomainError>>;
+    /// Removes `key`; removing a missing key is not an error.
+    fn delete(&self, key: &str) -> impl Future<Output = Result<(), DomainError>>;
+    /// One page of keys starting with `prefix`, and the cursor of the next.
+    fn list(
+        &self,
+        prefix: &str,
+        cursor: Option<String>,
+    ) -> impl Future<Output = Result<(Vec<String>, Option<String>), DomainError>>;
+    /// How long to wait, in ms, before each retry of a key the metadata
+    /// names but the store does not show yet; empty where reads are
+    /// strongly consistent.
+    fn propagation_delays_ms(&self) -> &[u64];
+    /// Waits `ms` milliseconds.
+    fn pause(&self, ms: u64) -> impl Future<Output = ()>;
+
+    /// Stores `value` under `key` as part of a batch that
+    /// [`BlobStore::settle`] makes durable (and, on a store that needs it,
+    /// visible) all at once: until then nothing may rely on it. A store
+    /// whose writes cost little apart keeps the default, a plain
+    /// [`BlobStore::put`]. The value is handed over, so that a store that
+    /// writes it elsewhere need not copy it.
+    fn put_batched(
+        &self,
+        key: &str,
+        value: Vec<u8>,
+    ) -> impl Future<Output = Result<(), DomainError>> {
+        async move { self.put(key, &value).await }
+    }
+
+    /// Makes every value this handle stored with [`BlobStore::put_batched`]
+    /// since the last settle durable and visible under its key.
+    fn settle(&self) -> impl Future<Output = Result<(), DomainError>> {
+        async { Ok(()) }
+    }
+
+    /// Removes every key of `keys`; missing keys are fine.
+    fn delete_all(&self, keys: &[String]) -> impl Future<Output = Result<(), DomainError>> {
+        async move {
+            for key in keys {
+                self.delete(key).await?;
+            }
+            Ok(())
+        }
+    }
+
+    /// The smallest chunk a whole-file PUT is split into here (rounded up
+    /// to a power of two). A store where each value costs a file, an fsync
+    /// and a rename asks for fewer, larger chunks; a chunk is held in
+    /// memory while it is written, so this bounds a PUT's memory too.
+    fn min_split_chunk_size(&self) -> u64 {
+        super::manifest::SERVER_MIN_CHUNK_SIZE
+    }
+
+    /// Feeds `chunk` to the file's running hash `whole` and returns the
+    /// lowercase hex sha256 of `chunk` alone: a whole-file PUT needs both
+    /// of every chunk it splits off. A runtime with cores to spare hashes
+    /// the two at once; the results must be the same.
+    fn hash_chunk(&self, whole: &mut RunningHash, chunk: &[u8]) -> impl Future<Output = String> {
+        whole.update(chunk);
+        self.sha256_hex(chunk)
+    }
+
+    /// Lowercase hex sha256 of `bytes`. A runtime with a faster native
+    /// digest than the portable one (the Workers runtime's WebCrypto)
+    /// overrides it; the result must be the same.
+    fn sha256_hex(&self, bytes: &[u8]) -> impl Future<Output = String> {
+        let digest = digest::sha256_hex(bytes);
+        async move { digest }
+    }
+}
+
+/// Reads a key the metadata names, retrying while the store does not show
+/// it yet.
+pub(super) async fn fetch_visible(
+    blobs: &impl BlobStore,
+    key: &str,
+) -> Result<Vec<u8>, DomainError> {
+    if let Some(bytes) = blobs.get(key).await? {
+        return Ok(bytes);
+    }
+    for &delay in blobs.propagation_delays_ms() {
+        blobs.pause(delay).await;
+        if let Some(bytes) = blobs.get(key).await? {
+            return Ok(bytes);
+        }
+    }
+    Err(DomainError::Unavailable(Refusal::new(
+        "snapshot_propagating",
+        "the snapshot was stored but the KV store does not show it here yet; retry shortly",
+    )))
+}
+
+/// The agent's object as a plain store in this very process (inside the
+/// host's component, where the caller already holds the transaction).
+pub struct LocalObject<'a, S> {
+    /// The agent's SQL.
+    pub store: &'a S,
+    /// The clock.
+    pub env: ObjectEnv,
+}
+
+impl<S: SqlStore> SnapshotObject for LocalObject<'_, S> {
+    async fn run<R: Send + 'static>(&self, step: SnapshotOperation<R>) -> Result<R, DomainError> {
+        step.run_with(|call| super::execute(self.store, &call, &self.env))
+    }
+}
+
+/// Runs a future that never waits (every port it uses answers at once,
+/// like the component's imports) to completion.
+pub fn run_ready<T>(future: impl Future<Output = T>) -> Result<T, DomainError> {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(value) => Ok(value),
+        std::task::Poll::Pending => Err(DomainError::Storage(
+            "a synchronous snapshot port returned a pending future".into(),
+        )),
+    }
+}
