@@ -128,6 +128,7 @@ async fn assert_snapshot_writes_fenced(zombie: &HostObjects, key: &AgentKey, ear
         precondition: None,
         event_watermark: None,
         limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
+        sha256_from_chunks: false,
     };
     let committed = chunk_saga::commit(&object, &blobs, &request.key_prefix, commit).await;
     assert_fenced(committed, "c-b");

@@ -205,6 +205,7 @@ pub async fn put_manifest(
         precondition,
         event_watermark: request.event_watermark.or(header_seq),
         limit: objects.snapshot_limit(),
+        sha256_from_chunks: false,
     };
     let meta = chunk_saga::commit(
         &objects.snapshot_object(key),

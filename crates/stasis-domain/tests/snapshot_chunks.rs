@@ -8,6 +8,7 @@
 
 mod support;
 
+use stasis_domain::sql::SqlStore as _;
 use stasis_domain::{
     DomainError,
     agent::{self, ObjectEnv},
@@ -15,6 +16,7 @@ use stasis_domain::{
         self, PutRequest,
         chunk_calls::ChunkSource,
         chunk_saga,
+        manifest::Manifest,
         saga::{self, BlobStore, LocalObject, run_ready},
         sha256_hex,
         whole::{WholeReader, WholeWriter},
@@ -209,4 +211,92 @@ fn a_collected_chunk_is_recorded_again_only_once_its_upload_began_past_the_clock
         put(tombstone_at + 500, 0).expect("recorded"),
         "recorded past the slack"
     );
+}
+
+/// Commits `file` as a client's delta push does: its 64 KiB chunks
+/// uploaded, then a manifest that claims `sha256` for the whole.
+fn commit_as_client(store: &SqliteStore, kv: &MemoryKv, file: &[u8], sha256: &str) {
+    const CHUNK: usize = 64 * 1024;
+    let upload = chunk_saga::Upload {
+        started_at: 0,
+        pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
+        clock_slack_ms: 0,
+    };
+    let mut chunks = Vec::new();
+    for piece in file.chunks(CHUNK) {
+        let name = sha256_hex(piece);
+        run_ready(chunk_saga::put_chunk(
+            &object(store),
+            kv,
+            PREFIX,
+            &name,
+            piece,
+            upload,
+        ))
+        .expect("ready")
+        .expect("stored");
+        chunks.push(name);
+    }
+    let manifest = Manifest {
+        size: file.len() as u64,
+        sha256: sha256.to_owned(),
+        chunk_size: CHUNK as u64,
+        chunks,
+    };
+    let commit = chunk_saga::CommitRequest {
+        manifest: manifest.check().expect("a valid manifest"),
+        precondition: None,
+        event_watermark: None,
+        limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
+        sha256_from_chunks: false,
+    };
+    run_ready(chunk_saga::commit(&object(store), kv, PREFIX, commit))
+        .expect("ready")
+        .expect("committed");
+}
+
+fn hashed_marks(store: &SqliteStore) -> usize {
+    store
+        .execute("SELECT version FROM snapshot_hashed_manifests", Vec::new())
+        .expect("read")
+        .len()
+}
+
+#[test]
+fn only_a_manifest_the_server_hashed_is_read_without_hashing_the_whole_file_again() {
+    let (store, kv) = (store(), MemoryKv::default());
+    let plan = || {
+        run_ready(chunk_saga::plan(&object(&store), false))
+            .expect("ready")
+            .expect("read")
+            .expect("a snapshot")
+    };
+    let put = body(3_000_000, 7);
+    write_whole(&store, &kv, &put, put.len() as u64);
+    assert!(
+        plan().sha256_from_chunks,
+        "a whole-file PUT's sha256 is the server's"
+    );
+    assert_eq!(read_whole(&store, &kv).expect("whole"), put);
+
+    // A client's sha256 is only claimed: a reader still checks it, and a
+    // false claim is refused however sound each chunk is.
+    let pushed = body(300_000, 8);
+    commit_as_client(&store, &kv, &pushed, &sha256_hex(&pushed));
+    assert!(!plan().sha256_from_chunks);
+    assert_eq!(read_whole(&store, &kv).expect("whole"), pushed);
+    commit_as_client(
+        &store,
+        &kv,
+        &pushed[..200_000],
+        &sha256_hex(b"another file"),
+    );
+    let refused = read_whole(&store, &kv).expect_err("a false sha256");
+    assert!(refused.to_string().contains("corrupt"), "{refused}");
+
+    // The mark goes with its manifest.
+    assert_eq!(hashed_marks(&store), 0, "superseded, its mark went");
+    let again = body(2_000_000, 9);
+    write_whole(&store, &kv, &again, again.len() as u64);
+    assert_eq!(hashed_marks(&store), 1);
 }

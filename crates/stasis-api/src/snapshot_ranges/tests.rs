@@ -79,6 +79,7 @@ fn stored(chunks: usize) -> (Vec<u8>, Values, Plan) {
         chunk_size: CHUNK as u64,
         chunks: names,
         source: ChunkSource::Chunks,
+        sha256_from_chunks: false,
     };
     (file, Rc::new(values), plan)
 }

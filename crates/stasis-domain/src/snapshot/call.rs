@@ -98,6 +98,12 @@ pub enum SnapshotCall {
         event_watermark: Option<u64>,
         /// The snapshot limit.
         limit: u64,
+        /// Whether this server computed `manifest.sha256` over exactly the
+        /// chunks' bytes (a whole-file PUT), so that a whole-file read,
+        /// which checks each chunk, need not hash the whole file again. A
+        /// client's manifest never is: its sha256 is only claimed.
+        #[serde(default)]
+        sha256_from_chunks: bool,
     },
     /// The current snapshot as a manifest, with an inline snapshot's bytes
     /// when `with_inline`.
@@ -314,10 +320,14 @@ pub fn execute(
             precondition,
             event_watermark,
             limit,
+            sha256_from_chunks,
         } => {
             rules::check_size(manifest.size, *limit)?;
             rules::check_precondition(store, precondition.as_ref())?;
             let committed = chunk_calls::commit(store, manifest, *event_watermark, now)?;
+            if *sha256_from_chunks {
+                chunk_table::mark_hashed(store, committed.meta.version)?;
+            }
             SnapshotReply::Committed(committed)
         }
         SnapshotCall::Plan { with_inline } => {

@@ -25,6 +25,11 @@ pub struct Plan {
     pub chunks: Vec<String>,
     /// Where the bytes are.
     pub source: ChunkSource,
+    /// Whether the server computed the metadata's sha256 over exactly
+    /// these chunks' bytes: then chunks that each match their name are
+    /// that file, and a whole-file read need not hash it again.
+    #[serde(default)]
+    pub sha256_from_chunks: bool,
 }
 
 /// Where bytes are: one chunk's, or a whole snapshot's.
@@ -228,11 +233,14 @@ pub(super) fn plan(store: &impl SqlStore, with_inline: bool) -> Result<Option<Pl
             (chunk_size, hex_all(&hashes), ChunkSource::Chunks)
         }
     };
+    let sha256_from_chunks =
+        source == ChunkSource::Chunks && chunk_table::is_hashed(store, meta.version)?;
     Ok(Some(Plan {
         meta,
         chunk_size,
         chunks,
         source,
+        sha256_from_chunks,
     }))
 }
 

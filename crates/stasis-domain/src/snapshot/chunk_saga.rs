@@ -93,6 +93,9 @@ pub struct CommitRequest {
     pub event_watermark: Option<u64>,
     /// The snapshot limit.
     pub limit: u64,
+    /// Whether the server computed `manifest.sha256` over the chunks' bytes
+    /// (a whole-file PUT; never a client's manifest).
+    pub sha256_from_chunks: bool,
 }
 
 /// Switches the agent to a manifest whose chunks its store holds; then the
@@ -108,6 +111,7 @@ pub async fn commit(
         request.precondition,
         request.event_watermark,
         request.limit,
+        request.sha256_from_chunks,
     );
     let committed = object.run(step).await?;
     if let Some(old) = &committed.superseded_key {

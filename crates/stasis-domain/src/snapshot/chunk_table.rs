@@ -37,6 +37,12 @@ pub(super) const STATEMENTS: &[&str] = &[
         chunk_size INTEGER NOT NULL,
         hashes BLOB NOT NULL
     )",
+    // Manifests whose whole-file sha256 this server computed over exactly
+    // their chunks' bytes (a whole-file PUT). A table of its own, so that
+    // a database from before it reads every manifest as not so marked.
+    "CREATE TABLE IF NOT EXISTS snapshot_hashed_manifests (
+        version INTEGER PRIMARY KEY
+    )",
 ];
 
 /// Bound parameters per statement (Durable Objects allow 100).
@@ -254,7 +260,31 @@ pub fn drop_manifest(store: &impl SqlStore, version: u64) -> Result<(), DomainEr
         "DELETE FROM snapshot_manifests WHERE version = ?1",
         params![version],
     )?;
+    store.run(
+        "DELETE FROM snapshot_hashed_manifests WHERE version = ?1",
+        params![version],
+    )?;
     adjust_refs(store, &distinct(&hashes), -1)
+}
+
+/// Marks a version's manifest as one whose whole-file sha256 this server
+/// computed over its chunks' bytes.
+pub fn mark_hashed(store: &impl SqlStore, version: u64) -> Result<(), DomainError> {
+    store.run(
+        "INSERT OR REPLACE INTO snapshot_hashed_manifests (version) VALUES (?1)",
+        params![version],
+    )?;
+    Ok(())
+}
+
+/// Whether [`mark_hashed`] marked the version's manifest.
+pub fn is_hashed(store: &impl SqlStore, version: u64) -> Result<bool, DomainError> {
+    Ok(store
+        .first_row(
+            "SELECT 1 FROM snapshot_hashed_manifests WHERE version = ?1",
+            params![version],
+        )?
+        .is_some())
 }
 
 /// Drops every manifest row (the agent is destroyed or replaced).

@@ -31,8 +31,9 @@ pub const SERVER_MAX_CHUNKS: u64 = 1024;
 pub struct Manifest {
     /// Bytes in the whole file.
     pub size: u64,
-    /// Lowercase hex sha256 of the whole file (the committer's claim,
-    /// verified by every reader).
+    /// Lowercase hex sha256 of the whole file: a client's claim, verified
+    /// by every reader (a whole-file PUT's is the server's own, computed
+    /// over the chunks' bytes).
     pub sha256: String,
     /// Every chunk but the last holds exactly this many bytes.
     pub chunk_size: u64,

@@ -69,8 +69,8 @@ operations! {
         = C::ImportRecord { version, chunks, started_at, pending_ttl_ms, clock_slack_ms },
           R::Recorded(fresh) => fresh;
     /// Switches the metadata to a manifest whose chunks the store holds.
-    commit_manifest(manifest: Manifest, precondition: Option<Precondition>, event_watermark: Option<u64>, limit: u64) -> Committed
-        = C::CommitManifest { manifest, precondition, event_watermark, limit },
+    commit_manifest(manifest: Manifest, precondition: Option<Precondition>, event_watermark: Option<u64>, limit: u64, sha256_from_chunks: bool) -> Committed
+        = C::CommitManifest { manifest, precondition, event_watermark, limit, sha256_from_chunks },
           R::Committed(committed) => committed;
     /// The current snapshot as a manifest.
     plan(with_inline: bool) -> Option<Plan>

@@ -284,6 +284,7 @@ impl WholeWriter {
             precondition: self.request.precondition,
             event_watermark: self.request.event_watermark,
             limit: self.request.limit,
+            sha256_from_chunks: true,
         };
         let meta = chunk_saga::commit(object, blobs, &self.request.key_prefix, request).await?;
         // Chunk keys a crash left unrecorded go with the next whole-file
