@@ -155,14 +155,17 @@ pub async fn verify_chunk(
     name: &str,
     bytes: &[u8],
 ) -> Result<(), DomainError> {
-    let actual = blobs.sha256_hex(bytes).await;
+    check_chunk(name, &blobs.sha256_hex(bytes).await, bytes.len())
+}
+
+/// Refuses a chunk of `len` bytes that hash to `actual`, not to its name.
+pub fn check_chunk(name: &str, actual: &str, len: usize) -> Result<(), DomainError> {
     if actual == name {
         return Ok(());
     }
     Err(DomainError::Storage(format!(
-        "{CORRUPT}: chunk {name} is corrupt: its {} bytes hash to {actual}; refusing to serve \
-         them",
-        bytes.len()
+        "{CORRUPT}: chunk {name} is corrupt: its {len} bytes hash to {actual}; refusing to serve \
+         them"
     )))
 }
 
