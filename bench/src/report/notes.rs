@@ -33,10 +33,11 @@ pub(super) const SNAPSHOT_NOTES: &str = "\
   first 8 bytes, so every PUT stores a new version), then `GET /db-snapshot`, timed to the 201 and
   to the last byte of the body, on one keep-alive connection; the bytes read are compared with
   those sent outside the clock. Snapshots over the inline limit (1 MiB) go to the KV folder on the
-  host, Workers KV on the edge. The server hashes every PUT and checks every GET against the
-  stored sha256 (the contract requires both): the second baseline adds those two hashes (`sha2`
-  crate, in-process) to the file written, `fsync`ed and read back, so the gap between the two
-  baselines is the hashing floor on this CPU.
+  host, Workers KV on the edge. The server hashes every PUT (each chunk, and the whole file on
+  another thread) and checks every GET (each chunk against its name; the whole file too, unless,
+  as here, the server computed its sha256 over those very chunks at the PUT): the second
+  baseline adds two hashes (`sha2` crate, in-process) to the file written, `fsync`ed and read
+  back, so the gap between the two baselines is the hashing floor on this CPU.
 - Peak memory: a fresh `stasis serve` stores a 1 KiB snapshot (warm-up: the agent's object and the
   snapshot code loaded), the peak is reset (`5` into `/proc/PID/clear_refs`), `VmRSS` is read, one
   PUT of the stated size (1 GiB, the default snapshot limit) is sent and `VmHWM` read from

@@ -1,10 +1,10 @@
 //! Snapshots: one agent's kilo.db-sized blob stored (`PUT /db-snapshot`) and
 //! read back (`GET /db-snapshot`), round after round.
 //!
-//! The server hashes every PUT and checks every GET against the stored
-//! sha256 (the contract requires both), so the native baselines beside this
-//! one are a file written, fsynced and read back, with and without two
-//! sha256s of the bytes.
+//! The server hashes every PUT and checks every GET (each chunk; the whole
+//! file when it did not hash it itself), so the native baselines beside
+//! this one are a file written, fsynced and read back, with and without
+//! two sha256s of the bytes.
 
 use super::Bounds;
 use crate::{

@@ -89,7 +89,11 @@ async fn reading_ahead_stops_at_the_first_corrupt_chunk() {
         .collect()
         .await;
     let read: Vec<Vec<u8>> = all.into_iter().map(|r| r.expect("read").to_vec()).collect();
-    assert_eq!(read, vec![chunks.concat()], "small chunks gathered into one piece");
+    assert_eq!(
+        read,
+        vec![chunks.concat()],
+        "small chunks gathered into one piece"
+    );
 
     kv.set(&bucket, &chunk_key(PREFIX, &names[1]), b"not it")
         .expect("corrupt");
