@@ -46,7 +46,6 @@ pub use manifest::{
 };
 pub use memory::{DEFAULT_MEMORY_LIST_LIMIT, MAX_MEMORY_LIST_LIMIT, MemoryEntry};
 pub use record::{AgentRecord, AgentSummary, DestroyOutcome, MAX_ROLE_BYTES};
-pub use schema::migrate;
 pub use sessions::{SESSION_STATUSES, SessionDeleted, SessionRecord};
 pub use staging::{ImportBatch, ImportCall, ImportChecked, ImportProgress, ImportReply};
 
@@ -62,4 +61,12 @@ pub mod read {
     pub use super::memory::find as memory;
     pub use super::record::summary as agent;
     pub use super::sessions::{find as session, list as sessions};
+}
+
+/// Creates the agent record, checkpoint, memory and import staging tables
+/// if missing. Run `event_log::migrate` too: sessions and the log live
+/// there.
+pub fn migrate(store: &impl crate::sql::SqlStore) -> Result<(), crate::DomainError> {
+    schema::migrate(store)?;
+    staging::migrate(store)
 }

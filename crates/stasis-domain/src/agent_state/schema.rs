@@ -30,8 +30,7 @@ pub(super) const MEMORY_COLUMNS: &str = "
     updated_at INTEGER NOT NULL";
 
 /// Creates the agent record, checkpoint and memory tables if missing.
-/// Run `event_log::migrate` too: sessions and the log live there.
-pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
+pub(super) fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
     for statement in STATEMENTS {
         store.run(statement, Vec::new())?;
     }
@@ -39,5 +38,5 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
         &format!("CREATE TABLE IF NOT EXISTS memory ({MEMORY_COLUMNS})"),
         Vec::new(),
     )?;
-    super::staging::migrate(store)
+    Ok(())
 }
