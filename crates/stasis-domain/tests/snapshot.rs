@@ -7,7 +7,7 @@ mod support;
 
 use stasis_domain::{
     DomainError,
-    agent::{self, ObjectEnv},
+    agent::ObjectEnv,
     snapshot::{
         self, Precondition, PutRequest, StorageKind,
         saga::{self, LocalObject},
@@ -30,10 +30,8 @@ const NOW: i64 = 1_700_000_000_000;
 
 impl Agent {
     fn new() -> Self {
-        let store = SqliteStore::in_memory().expect("sqlite opens");
-        agent::migrate(&store).expect("schema applies");
         Self {
-            store,
+            store: support::agent_store(),
             kv: MemoryKv::default(),
         }
     }
@@ -70,19 +68,6 @@ impl Agent {
 
     fn kv_keys(&self) -> Vec<String> {
         self.kv.values.borrow().keys().cloned().collect()
-    }
-}
-
-fn request() -> PutRequest {
-    PutRequest {
-        expected_sha256: None,
-        precondition: None,
-        event_watermark: None,
-        inline_limit: 1024,
-        key_prefix: PREFIX.into(),
-        limit: LIMIT,
-        pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
-        clock_slack_ms: snapshot::DEFAULT_CLOCK_SLACK_MS,
     }
 }
 
@@ -335,4 +320,8 @@ fn sweep_removes_orphans_but_not_puts_in_flight() {
         .expect("swept");
     assert_eq!(removed, 1);
     assert_eq!(agent.kv_keys(), vec![format!("{PREFIX}v1")]);
+}
+
+fn request() -> PutRequest {
+    support::put_request(PREFIX, LIMIT, snapshot::DEFAULT_CLOCK_SLACK_MS)
 }

@@ -11,7 +11,7 @@ mod support;
 use stasis_domain::sql::SqlStore as _;
 use stasis_domain::{
     DomainError,
-    agent::{self, ObjectEnv},
+    agent::ObjectEnv,
     snapshot::{
         self, PutRequest,
         chunk_calls::ChunkSource,
@@ -23,15 +23,9 @@ use stasis_domain::{
     },
 };
 use stasis_sqlite::SqliteStore;
-use support::MemoryKv;
+use support::{MemoryKv, agent_store as store, noise as body};
 
 const PREFIX: &str = "t/r/a/";
-
-fn store() -> SqliteStore {
-    let store = SqliteStore::in_memory().expect("sqlite opens");
-    agent::migrate(&store).expect("schema applies");
-    store
-}
 
 fn object(store: &SqliteStore) -> LocalObject<'_, SqliteStore> {
     LocalObject {
@@ -41,32 +35,6 @@ fn object(store: &SqliteStore) -> LocalObject<'_, SqliteStore> {
             max_events: 10_000,
         },
     }
-}
-
-fn request() -> PutRequest {
-    PutRequest {
-        expected_sha256: None,
-        precondition: None,
-        event_watermark: None,
-        inline_limit: 1024,
-        key_prefix: PREFIX.into(),
-        limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
-        pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
-        clock_slack_ms: snapshot::DEFAULT_CLOCK_SLACK_MS,
-    }
-}
-
-/// `len` pseudo-random bytes (xorshift): no two chunks alike.
-fn body(len: usize, seed: u8) -> Vec<u8> {
-    let mut state = u64::from(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state.to_le_bytes()[0]
-        })
-        .collect()
 }
 
 /// Writes `bytes` through the whole-file writer, `piece` bytes at a time.
@@ -299,4 +267,12 @@ fn only_a_manifest_the_server_hashed_is_read_without_hashing_the_whole_file_agai
     let again = body(2_000_000, 9);
     write_whole(&store, &kv, &again, again.len() as u64);
     assert_eq!(hashed_marks(&store), 1);
+}
+
+fn request() -> PutRequest {
+    support::put_request(
+        PREFIX,
+        snapshot::DEFAULT_SNAPSHOT_LIMIT,
+        snapshot::DEFAULT_CLOCK_SLACK_MS,
+    )
 }

@@ -12,7 +12,7 @@ mod support;
 
 use stasis_domain::{
     DomainError,
-    agent::{self, ObjectEnv},
+    agent::ObjectEnv,
     agent_state::{self, ImportBatch, ImportCall, ImportReply, StateCall, StateReply},
     snapshot::{
         self, PutRequest, SnapshotCall, SnapshotReply, chunk_saga,
@@ -22,7 +22,7 @@ use stasis_domain::{
     },
 };
 use stasis_sqlite::SqliteStore;
-use support::MemoryKv;
+use support::{MemoryKv, agent_store as store, noise as body};
 
 impl MemoryKv {
     /// The chunk keys KV holds.
@@ -42,12 +42,6 @@ const NOW: i64 = 1_700_000_000_000;
 const HOUR: i64 = 3_600_000;
 const MIB: usize = 1024 * 1024;
 
-fn store() -> SqliteStore {
-    let store = SqliteStore::in_memory().expect("sqlite opens");
-    agent::migrate(&store).expect("schema applies");
-    store
-}
-
 fn env(now_ms: i64) -> ObjectEnv {
     ObjectEnv {
         now_ms,
@@ -60,32 +54,6 @@ fn object(store: &SqliteStore, now_ms: i64) -> LocalObject<'_, SqliteStore> {
         store,
         env: env(now_ms),
     }
-}
-
-fn request() -> PutRequest {
-    PutRequest {
-        expected_sha256: None,
-        precondition: None,
-        event_watermark: None,
-        inline_limit: 1024,
-        key_prefix: PREFIX.into(),
-        limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
-        pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
-        clock_slack_ms: 0,
-    }
-}
-
-/// `len` pseudo-random bytes (xorshift): no two chunks alike.
-fn body(len: usize, seed: u8) -> Vec<u8> {
-    let mut state = u64::from(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state.to_le_bytes()[0]
-        })
-        .collect()
 }
 
 fn import(store: &SqliteStore, call: ImportCall) -> Result<ImportReply, DomainError> {
@@ -312,4 +280,8 @@ fn a_small_imported_snapshot_stays_inline() {
     import(&store, ImportCall::Commit { ticket }).expect("commits");
     assert!(read_whole(&store, &kv) == small);
     assert!(kv.values.borrow().is_empty(), "nothing went to KV");
+}
+
+fn request() -> PutRequest {
+    support::put_request(PREFIX, snapshot::DEFAULT_SNAPSHOT_LIMIT, 0)
 }

@@ -1,8 +1,13 @@
-//! What the snapshot tests share: KV in memory, as the sagas' blob store.
+//! What the snapshot tests share: KV in memory (the sagas' blob store), an
+//! agent's database, a PUT's request and pseudo-random bodies.
 
 #![allow(dead_code, reason = "each test crate uses a part of it")]
 
-use stasis_domain::{DomainError, snapshot::saga::BlobStore};
+use stasis_domain::{
+    DomainError, agent,
+    snapshot::{self, PutRequest, saga::BlobStore},
+};
+use stasis_sqlite::SqliteStore;
 use std::{cell::RefCell, collections::BTreeMap};
 
 /// KV in memory. `hidden` keys are "not propagated yet"; `fail_puts` makes
@@ -57,4 +62,39 @@ impl BlobStore for MemoryKv {
         &[1, 1]
     }
     async fn pause(&self, _ms: u64) {}
+}
+
+/// An agent's database in memory, its tables created.
+pub fn agent_store() -> SqliteStore {
+    let store = SqliteStore::in_memory().expect("sqlite opens");
+    agent::migrate(&store).expect("schema applies");
+    store
+}
+
+/// A PUT under `key_prefix` with no condition, a 1 KiB inline limit, and
+/// the given snapshot limit and clock slack.
+pub fn put_request(key_prefix: &str, limit: u64, clock_slack_ms: i64) -> PutRequest {
+    PutRequest {
+        expected_sha256: None,
+        precondition: None,
+        event_watermark: None,
+        inline_limit: 1024,
+        key_prefix: key_prefix.into(),
+        limit,
+        pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
+        clock_slack_ms,
+    }
+}
+
+/// `len` pseudo-random bytes (xorshift) from `seed`: no two chunks alike.
+pub fn noise(len: usize, seed: u8) -> Vec<u8> {
+    let mut state = u64::from(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state.to_le_bytes()[0]
+        })
+        .collect()
 }
