@@ -8,17 +8,9 @@
 mod support;
 
 use std::{path::Path, time::Duration};
-use support::{Options, Server, admin};
+use support::{Options, Server, admin, patient_agent};
 
 const AGENT: &str = "/api/towns/fail/rigs/r/agents/a";
-
-fn client() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(120)))
-        .build()
-        .into()
-}
 
 fn send(server: &Server, path: &str, content_type: &str, body: &[u8]) -> u16 {
     let request = ureq::http::Request::builder()
@@ -28,7 +20,7 @@ fn send(server: &Server, path: &str, content_type: &str, body: &[u8]) -> u16 {
         .header("content-type", content_type)
         .body(body.to_vec())
         .expect("a request");
-    let response = client().run(request).expect("a response");
+    let response = patient_agent().run(request).expect("a response");
     response.status().as_u16()
 }
 
@@ -71,7 +63,7 @@ fn a_trap_before_the_export_starts_is_a_500_that_shows_none_of_it() {
     .expect("a huge checkpoint");
     drop(db);
 
-    let mut response = client()
+    let mut response = patient_agent()
         .get(format!("{}{AGENT}/export", server.base))
         .header("authorization", admin())
         .header("x-request-id", "probe-export-trap")
@@ -110,7 +102,7 @@ fn a_failure_after_the_export_started_cuts_it_and_is_logged() {
         std::fs::write(chunk.path(), vec![8u8; len as usize]).expect("rot a chunk");
     }
 
-    let mut response = client()
+    let mut response = patient_agent()
         .get(format!("{}{AGENT}/export", server.base))
         .header("authorization", admin())
         .header("x-request-id", "probe-export-cut")

@@ -17,7 +17,7 @@ use std::{
     path::Path,
     time::{Duration, Instant},
 };
-use support::{Server, admin};
+use support::{Server, admin, get_whole, patient_agent};
 
 const AGENT: &str = "/api/towns/crash/rigs/r/agents/a";
 const MIB: usize = 1024 * 1024;
@@ -51,16 +51,8 @@ fn manifest(bytes: &[u8]) -> Vec<u8> {
     .into_bytes()
 }
 
-fn client() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(300)))
-        .build()
-        .into()
-}
-
 fn import(server: &Server, body: &[u8]) {
-    let mut response = client()
+    let mut response = patient_agent()
         .put(format!("{}{AGENT}/import", server.base))
         .header("authorization", admin())
         .header("content-type", "application/json")
@@ -71,18 +63,7 @@ fn import(server: &Server, body: &[u8]) {
 }
 
 fn snapshot(server: &Server) -> Vec<u8> {
-    let mut response = client()
-        .get(format!("{}{AGENT}/db-snapshot", server.base))
-        .header("authorization", admin())
-        .call()
-        .expect("GET");
-    assert_eq!(response.status(), 200);
-    response
-        .body_mut()
-        .with_config()
-        .limit(1 << 30)
-        .read_to_vec()
-        .expect("the snapshot")
+    get_whole(server, &format!("{AGENT}/db-snapshot"))
 }
 
 /// Chunk rows the agent's object holds, read while the host runs.

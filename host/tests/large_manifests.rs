@@ -21,7 +21,7 @@ use std::{
     path::Path,
     time::{Duration, Instant},
 };
-use support::{Server, admin};
+use support::{Server, admin, get_whole, patient_agent};
 
 const AGENT: &str = "/api/towns/big/rigs/r/agents/a";
 
@@ -55,17 +55,8 @@ fn manifest(events: usize, seed: u64) -> Vec<u8> {
     body.into_bytes()
 }
 
-/// A client patient enough for a manifest of 160 MB.
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(300)))
-        .build()
-        .into()
-}
-
 fn import(server: &Server, body: Vec<u8>) -> (u16, String) {
-    let mut response = agent()
+    let mut response = patient_agent()
         .put(format!("{}{AGENT}/import", server.base))
         .header("authorization", admin())
         .header("content-type", "application/json")
@@ -79,18 +70,7 @@ fn import(server: &Server, body: Vec<u8>) -> (u16, String) {
 }
 
 fn export(server: &Server) -> Vec<u8> {
-    let mut response = agent()
-        .get(format!("{}{AGENT}/export", server.base))
-        .header("authorization", admin())
-        .call()
-        .expect("export");
-    assert_eq!(response.status(), 200);
-    response
-        .body_mut()
-        .with_config()
-        .limit(1 << 30)
-        .read_to_vec()
-        .expect("the whole manifest")
+    get_whole(server, &format!("{AGENT}/export"))
 }
 
 /// `VmHWM` (the peak resident set so far) or `VmRSS` of a process, bytes.

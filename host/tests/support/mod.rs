@@ -151,6 +151,32 @@ pub fn agent() -> ureq::Agent {
         .into()
 }
 
+/// A client for bodies of hundreds of MB: like [`agent`], but patient
+/// for five minutes.
+pub fn patient_agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(300)))
+        .build()
+        .into()
+}
+
+/// `GET path` as admin, which must answer 200: its whole body (up to 1 GiB).
+pub fn get_whole(server: &Server, path: &str) -> Vec<u8> {
+    let mut response = patient_agent()
+        .get(format!("{}{path}", server.base))
+        .header("authorization", admin())
+        .call()
+        .expect("GET");
+    assert_eq!(response.status(), 200, "GET {path}");
+    response
+        .body_mut()
+        .with_config()
+        .limit(1 << 30)
+        .read_to_vec()
+        .expect("the whole body")
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
