@@ -11,7 +11,7 @@ use ureq::http::Response;
 
 use super::chunks::ChunkedFile;
 use super::image::{Image, Opened};
-use super::manifest::{ManifestReceipt, ManifestUpload};
+use super::manifest::ManifestUpload;
 use super::options::PushOptions;
 use super::parallel::{self, TRANSFERS_IN_FLIGHT};
 use super::push_receipt::{PushReceipt, check_receipt, current_if_ours};
@@ -267,16 +267,9 @@ impl DeltaPush<'_> {
     fn receipt(&self, response: Response<ureq::Body>) -> Result<PushReceipt, Attempt> {
         let what = self.manifest_what();
         let etag = http::header(&response, "etag").map(str::to_owned);
-        let stored: ManifestReceipt = http::read_json(&what, response)?;
-        let receipt = PushReceipt {
-            version: stored.version,
-            sha256: stored.sha256,
-            size: stored.size,
-            storage: stored.storage,
-            event_watermark: stored.event_watermark,
-            etag,
-            transfer: None,
-        };
+        // The commit answers the same receipt as a whole-file PUT.
+        let mut receipt: PushReceipt = http::read_json(&what, response)?;
+        receipt.etag = etag;
         check_receipt(
             receipt,
             self.agent,

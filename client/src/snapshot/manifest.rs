@@ -118,23 +118,6 @@ pub struct Placement {
     pub offsets: Vec<u64>,
 }
 
-/// The answer to `PUT .../db-snapshot/manifest`.
-#[derive(Debug, Deserialize)]
-pub struct ManifestReceipt {
-    /// The snapshot's version.
-    pub version: u64,
-    /// The hex sha256 stored.
-    pub sha256: String,
-    /// Bytes stored.
-    pub size: u64,
-    /// `inline` or `kv` (or what the server calls its chunked layout).
-    #[serde(default)]
-    pub storage: Option<String>,
-    /// The event watermark stored.
-    #[serde(default)]
-    pub event_watermark: Option<u64>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
