@@ -29,8 +29,9 @@ pub(super) const SNAPSHOT_NOTES: &str = "\
 - Same run, same machine, same temp filesystem as the event-log section; the ratio column is
   stasis ÷ baseline on medians (below 1: stasis is faster). Each workload's first round is a
   warm-up and is not counted; every loop is bounded by a count of rounds and a time limit.
-- Snapshot round trip: `PUT /db-snapshot` of pseudo-random bytes (each round's body differs in its
-  first 8 bytes, so every PUT stores a new version), then `GET /db-snapshot`, timed to the 201 and
+- Snapshot round trip: `PUT /db-snapshot` of pseudo-random bytes (each round's body differs in the
+  first 8 bytes of every 4 KiB page, so every PUT stores a new version all of whose chunks are new,
+  as the native baseline writes every byte), then `GET /db-snapshot`, timed to the 201 and
   to the last byte of the body, on one keep-alive connection; the bytes read are compared with
   those sent outside the clock. Snapshots over the inline limit (1 MiB) go to the KV folder on the
   host, Workers KV on the edge. The server hashes every PUT (each chunk, and the whole file on
