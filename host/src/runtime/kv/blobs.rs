@@ -9,17 +9,15 @@
 //! A whole-file PUT's chunks are written and fsynced in the background
 //! while the body still arrives (a few at a time, which bounds the memory
 //! they hold); the batch's settle waits for them and renames them into
-//! place.
+//! place. A whole-file GET reads them ahead ([`read_ahead`]).
 
 use super::{
     batch::Staged,
     folder::{BucketHandle, KvError, KvFolder},
 };
-use bytes::Bytes;
-use futures::Stream;
 use stasis_domain::{
     DomainError,
-    snapshot::{KV_BUCKET, RunningHash, chunk_saga, saga::BlobStore, sha256_hex, whole},
+    snapshot::{KV_BUCKET, RunningHash, saga::BlobStore, sha256_hex},
 };
 use std::{
     collections::VecDeque,
@@ -119,83 +117,6 @@ impl HostBlobs {
             .map_err(kv_error)
     }
 }
-
-impl HostBlobs {
-    /// `chunks`' bytes, each verified against its name, in order: read and
-    /// hashed on a blocking thread up to [`READ_AHEAD`] pieces ahead of the
-    /// one being sent, so that reading, the chunk's hash and the file's
-    /// running hash (taken where the stream is polled) overlap. Small
-    /// chunks (a client's, 32 KiB) go out gathered into pieces of at least
-    /// [`PIECE_BYTES`], one wake-up each rather than one per chunk. The
-    /// thread stops at the first failure (after the piece verified before
-    /// it), or when the stream is dropped.
-    pub fn read_ahead(
-        self,
-        key_prefix: String,
-        chunks: Vec<String>,
-    ) -> impl Stream<Item = Result<Bytes, DomainError>> {
-        let (sender, receiver) = tokio::sync::mpsc::channel(READ_AHEAD);
-        let runtime = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || {
-            let mut piece = Vec::new();
-            let mut names = chunks.into_iter().peekable();
-            while let Some(name) = names.next() {
-                let read = match self.read_chunk_here(&runtime, &key_prefix, &name) {
-                    Ok(bytes) if piece.is_empty() => bytes,
-                    Ok(bytes) => {
-                        piece.extend_from_slice(&bytes);
-                        std::mem::take(&mut piece)
-                    }
-                    Err(err) => {
-                        if !piece.is_empty() {
-                            let _ = sender.blocking_send(Ok(Bytes::from(piece)));
-                        }
-                        let _ = sender.blocking_send(Err(err));
-                        break;
-                    }
-                };
-                if read.len() < PIECE_BYTES && names.peek().is_some() {
-                    piece = read;
-                    continue;
-                }
-                if sender.blocking_send(Ok(Bytes::from(read))).is_err() {
-                    break;
-                }
-            }
-        });
-        futures::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|read| (read, receiver))
-        })
-    }
-}
-
-impl HostBlobs {
-    /// One chunk's bytes, verified, read and hashed on this (blocking)
-    /// thread: handing each read to another thread cost a pull of 767
-    /// chunks more in wake-ups than in reading. A chunk the folder lacks
-    /// takes the domain's path, which answers what is missing.
-    fn read_chunk_here(
-        &self,
-        runtime: &tokio::runtime::Handle,
-        key_prefix: &str,
-        name: &str,
-    ) -> Result<Vec<u8>, DomainError> {
-        let key = stasis_domain::snapshot::chunk_key(key_prefix, name);
-        match self.kv.get(&self.bucket, &key).map_err(kv_error)? {
-            Some(bytes) => {
-                chunk_saga::check_chunk(name, &sha256_hex(&bytes), bytes.len())?;
-                Ok(bytes)
-            }
-            None => runtime.block_on(whole::read_chunk(self, key_prefix, name)),
-        }
-    }
-}
-
-/// The least a read-ahead piece gathers before it is sent.
-const PIECE_BYTES: usize = 1024 * 1024;
-
-/// Verified pieces waiting to be sent, at most, besides the one being read.
-const READ_AHEAD: usize = 1;
 
 fn kv_error(err: KvError) -> DomainError {
     DomainError::Storage(format!("KV folder: {err}"))
@@ -298,5 +219,6 @@ impl BlobStore for HostBlobs {
     }
 }
 
+mod read_ahead;
 #[cfg(test)]
 mod tests;

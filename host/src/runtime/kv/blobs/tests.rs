@@ -107,3 +107,33 @@ async fn reading_ahead_stops_at_the_first_corrupt_chunk() {
     let err = all[1].as_ref().expect_err("the corrupt chunk fails");
     assert!(err.to_string().contains("snapshot_corrupt"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_chunks_verified_on_two_threads_come_in_order_up_to_a_corrupt_one() {
+    let (_dir, kv, blobs) = blobs();
+    let bucket = kv.open(KV_BUCKET).expect("bucket");
+    let chunks: Vec<Vec<u8>> = (0u8..5).map(|k| vec![k; 1_500_000]).collect();
+    let names: Vec<String> = chunks.iter().map(|c| sha256_hex(c)).collect();
+    for (name, bytes) in names.iter().zip(&chunks) {
+        kv.set(&bucket, &chunk_key(PREFIX, name), bytes)
+            .expect("set");
+    }
+    let all: Vec<_> = blobs
+        .clone()
+        .read_ahead(PREFIX.into(), names.clone())
+        .collect()
+        .await;
+    let read: Vec<Vec<u8>> = all.into_iter().map(|r| r.expect("read").to_vec()).collect();
+    assert_eq!(read, chunks, "each large chunk its own piece, in order");
+
+    // The fourth is the second of its batch: checked on the other thread.
+    kv.set(&bucket, &chunk_key(PREFIX, &names[3]), b"not it")
+        .expect("corrupt");
+    let all: Vec<_> = blobs.read_ahead(PREFIX.into(), names).collect().await;
+    assert_eq!(all.len(), 4, "three chunks, then the failure, then nothing");
+    for (got, want) in all.iter().zip(&chunks[..3]) {
+        assert_eq!(&got.as_ref().expect("a verified chunk").to_vec(), want);
+    }
+    let err = all[3].as_ref().expect_err("the corrupt chunk fails");
+    assert!(err.to_string().contains("snapshot_corrupt"), "{err}");
+}
