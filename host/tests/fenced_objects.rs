@@ -130,7 +130,7 @@ async fn assert_snapshot_writes_fenced(zombie: &HostObjects, key: &AgentKey, ear
         limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
         sha256_from_chunks: false,
     };
-    let committed = chunk_saga::commit(&object, &blobs, &request.key_prefix, commit).await;
+    let committed = chunk_saga::commit(&object, &blobs, commit).await;
     assert_fenced(committed, "c-b");
 }
 

@@ -18,7 +18,7 @@ use std::{
     },
     time::Duration,
 };
-use support::{Server, admin, agent};
+use support::{Server, admin, agent, eventually};
 
 const SNAPSHOT_PATH: &str = "/api/towns/crash/rigs/r/agents/mayor/db-snapshot";
 /// Uploaded chunks no manifest names are kept this long: short, so that
@@ -151,16 +151,17 @@ fn every_read_after_kill_dash_nine_is_a_whole_snapshot() {
     let receipt = whole_put(&client, &url, &last).expect("the server answers");
     assert!(receipt.is_some(), "the PUT after the restart is stored");
     let agent_dir = data.path().join("kv/snapshots/crash/r/mayor");
-    assert_eq!(kv_files(&agent_dir), vec!["chunks".to_owned()]);
-    let mut stored = kv_files(&agent_dir.join("chunks"));
-    stored.sort();
     let mut named = manifest_chunks(&client, &url);
     named.sort();
     named.dedup();
-    assert_eq!(
-        stored, named,
-        "the KV folder holds exactly the current chunks"
-    );
+    eventually("the KV folder holds exactly the current chunks", || {
+        let mut stored = kv_files(&agent_dir.join("chunks"));
+        stored.sort();
+        let keys = kv_files(&agent_dir);
+        (keys == ["chunks"] && stored == named)
+            .then_some(())
+            .ok_or_else(|| format!("keys {keys:?}, chunks {stored:?}, named {named:?}"))
+    });
     drop(server);
 }
 
@@ -274,12 +275,16 @@ fn deleting_a_kv_snapshot_removes_its_chunks() {
             .status();
         assert_eq!(status, 201);
     }
-    let mut stored = kv_files(&folder.join("chunks"));
-    stored.sort();
     let mut named = manifest_chunks(&client, &url);
     named.sort();
     named.dedup();
-    assert_eq!(stored, named, "the first version's chunks were collected");
+    eventually("the first version's chunks collected", || {
+        let mut stored = kv_files(&folder.join("chunks"));
+        stored.sort();
+        (stored == named)
+            .then_some(())
+            .ok_or_else(|| format!("stored {stored:?}, named {named:?}"))
+    });
     let status = client
         .delete(&url)
         .header("Authorization", admin())

@@ -55,7 +55,7 @@ pub mod ui;
 
 pub use body_rules::DEFAULT_IMPORT_LIMIT;
 pub use error::{ApiError, ErrorLog};
-pub use objects::{AgentSnapshotObject, Objects, Snapshots};
+pub use objects::{AfterCommit, AgentSnapshotObject, Objects, Snapshots};
 pub use openapi::document as openapi_document;
 pub use snapshot_delta::ChunkCheck;
 

@@ -182,6 +182,23 @@ pub trait Snapshots {
         }
     }
 
+    /// What follows a stored snapshot (see [`AfterCommit`]). Its failures
+    /// leave garbage for a later pass, never a name without its chunk, so
+    /// nothing is reported. The default runs it before the answer (the
+    /// edge: a Worker's work ends with its answer); the host runs it after.
+    fn snapshot_tidy(&self, key: &AgentKey, after: AfterCommit) -> impl Future<Output = ()> {
+        async move {
+            let Ok(blobs) = self.snapshot_blobs() else {
+                return;
+            };
+            let (object, prefix) = (self.snapshot_object(key), snapshot::key_prefix(key));
+            let _ = match after {
+                AfterCommit::Collect => chunk_saga::collect(&object, &blobs, &prefix).await,
+                AfterCommit::Sweep => saga::sweep(&object, &blobs, &prefix).await.map(u64::from),
+            };
+        }
+    }
+
     /// Deletes the agent's KV keys that no metadata, put in flight or
     /// staged import names, and collects unreferenced chunks
     /// (`saga::sweep`).
@@ -194,6 +211,17 @@ pub trait Snapshots {
                 .map(drop)
         }
     }
+}
+
+/// The housekeeping a stored snapshot leaves ([`Snapshots::snapshot_tidy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterCommit {
+    /// A manifest commit: one collection step takes the chunks only the
+    /// superseded manifest named.
+    Collect,
+    /// A whole-file PUT: the same, and a listing sweep deletes KV keys a
+    /// crash left without a row (`saga::sweep`).
+    Sweep,
 }
 
 /// Collection steps a destroy runs at once (each up to

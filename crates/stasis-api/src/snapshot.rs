@@ -3,7 +3,7 @@
 //! every snapshot answer shares. The delta routes are in
 //! [`crate::snapshot_delta`].
 
-use crate::{Objects, Reply, Snapshots, error::ApiError, reply};
+use crate::{AfterCommit, Objects, Reply, Snapshots, error::ApiError, reply};
 use bytes::Bytes;
 use futures::{Stream, StreamExt, future::Either};
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
@@ -61,6 +61,7 @@ where
             .await?;
     }
     let meta = writer.finish(&object, &blobs).await?;
+    objects.snapshot_tidy(key, AfterCommit::Sweep).await;
     let mut response = reply::json(StatusCode::CREATED, &meta);
     describe(response.headers_mut(), &meta);
     Ok(response)

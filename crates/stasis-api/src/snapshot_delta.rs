@@ -9,7 +9,7 @@
 )]
 
 use crate::{
-    Objects, Snapshots, body,
+    AfterCommit, Objects, Snapshots, body,
     error::ApiError,
     reply,
     snapshot::{corrupt_or_other, describe, etag_list, event_seq, not_found},
@@ -210,10 +210,10 @@ pub async fn put_manifest(
     let meta = chunk_saga::commit(
         &objects.snapshot_object(key),
         &objects.snapshot_blobs()?,
-        &snapshot::key_prefix(key),
         commit,
     )
     .await?;
+    objects.snapshot_tidy(key, AfterCommit::Collect).await;
     let body = Committed {
         meta: &meta,
         chunk_size,

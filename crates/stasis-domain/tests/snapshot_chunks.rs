@@ -49,6 +49,10 @@ fn write_whole(store: &SqliteStore, kv: &MemoryKv, bytes: &[u8], size_hint: u64)
     run_ready(writer.finish(&object, kv))
         .expect("ready")
         .expect("committed");
+    // As the API does after every whole-file PUT.
+    run_ready(saga::sweep(&object, kv, PREFIX))
+        .expect("ready")
+        .expect("swept");
 }
 
 fn read_whole(store: &SqliteStore, kv: &MemoryKv) -> Result<Vec<u8>, DomainError> {
@@ -218,9 +222,13 @@ fn commit_as_client(store: &SqliteStore, kv: &MemoryKv, file: &[u8], sha256: &st
         limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
         sha256_from_chunks: false,
     };
-    run_ready(chunk_saga::commit(&object(store), kv, PREFIX, commit))
+    run_ready(chunk_saga::commit(&object(store), kv, commit))
         .expect("ready")
         .expect("committed");
+    // As the API does after every manifest commit.
+    run_ready(chunk_saga::collect(&object(store), kv, PREFIX))
+        .expect("ready")
+        .expect("collected");
 }
 
 fn hashed_marks(store: &SqliteStore) -> usize {

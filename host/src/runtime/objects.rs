@@ -6,11 +6,12 @@ use super::{
     object::{Object, ObjectKind},
     open_objects::{ObjectKey, OpenObjects},
     readiness::Readiness,
+    tidy::Tidier,
 };
 use crate::{config::ServeConfig, metrics::Metrics};
 use bytes::Bytes;
 use futures::{Stream, future::Either};
-use stasis_api::{AgentSnapshotObject, Objects, Snapshots};
+use stasis_api::{AfterCommit, AgentSnapshotObject, Objects, Snapshots};
 use stasis_domain::{
     DomainError,
     agent::ObjectEnv,
@@ -46,6 +47,7 @@ struct Inner {
     open: OpenObjects,
     readiness: Readiness,
     metrics: Arc<Metrics>,
+    tidier: Tidier,
 }
 
 impl HostObjects {
@@ -67,6 +69,7 @@ impl HostObjects {
                 open: OpenObjects::new(config.objects.clone()),
                 readiness: Readiness::new(config.data_dir.clone(), config.durability),
                 metrics: Arc::new(Metrics::new()),
+                tidier: Tidier::default(),
             }),
             fence: None,
         }
@@ -75,6 +78,18 @@ impl HostObjects {
     /// The host's metrics.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.inner.metrics
+    }
+
+    pub(super) fn tidier(&self) -> &Tidier {
+        &self.inner.tidier
+    }
+
+    /// This pool without a container's fence.
+    pub(super) fn unfenced(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            fence: None,
+        }
     }
 
     /// Closes unused objects now and then, for as long as this pool lives.
@@ -226,6 +241,12 @@ impl Snapshots for HostObjects {
 
     fn snapshot_pending_ttl_ms(&self) -> i64 {
         self.inner.snapshot_pending_ttl_ms
+    }
+
+    /// After the answer: see [`super::tidy`].
+    fn snapshot_tidy(&self, key: &AgentKey, _after: AfterCommit) -> impl Future<Output = ()> {
+        self.tidy_later(key);
+        std::future::ready(())
     }
 
     /// The saga and the agent objects read the same clock.

@@ -11,6 +11,22 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// Checks `check` until it holds, every 50 ms, for at most 10 s, then
+/// fails with its last complaint: for what the host does just after an
+/// answer (collecting the chunks a snapshot superseded).
+pub fn eventually(what: &str, mut check: impl FnMut() -> Result<(), String>) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match check() {
+            Ok(()) => return,
+            Err(complaint) if Instant::now() >= deadline => {
+                panic!("{what}: still not so after 10 s: {complaint}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
 /// The secret every test server uses.
 pub const SECRET: &str = "host-test-secret-0123456789";
 

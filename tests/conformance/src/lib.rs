@@ -140,6 +140,23 @@ pub fn unique_id(label: &str) -> String {
     format!("t-{label}-{random:016x}")
 }
 
+/// Checks `check` until it passes, every 50 ms, for at most 10 s, then
+/// fails with its last complaint: for what the contract lets happen just
+/// after an answer, such as the collection of chunks nothing names any
+/// more (the host runs it after the answer, the edge before).
+pub fn eventually(what: &str, mut check: impl FnMut() -> Result<(), String>) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match check() {
+            Ok(()) => return,
+            Err(complaint) if std::time::Instant::now() >= deadline => {
+                panic!("{what}: still not so after 10 s: {complaint}")
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+}
+
 /// Milliseconds since the Unix epoch, to judge `created_at`.
 pub fn now_ms() -> u64 {
     SystemTime::now()

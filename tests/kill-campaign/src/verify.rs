@@ -229,11 +229,21 @@ fn sweep(
                 .push(format!("GET {path}/manifest after the sweep: {other:?}"));
         }
     };
-    let files = files_in(&kv_dir);
-    let mut chunks = files_in(&kv_dir.join("chunks"));
-    chunks.sort();
-    // The host writes a value beside the keys first, then renames it.
-    let temp = files_in(&kv_root.join(".tmp"));
+    // The host collects and sweeps just after its answer: the folder
+    // settles within a bounded wait.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let (files, chunks, temp) = loop {
+        let files = files_in(&kv_dir);
+        let mut chunks = files_in(&kv_dir.join("chunks"));
+        chunks.sort();
+        // The host writes a value beside the keys first, then renames it.
+        let temp = files_in(&kv_root.join(".tmp"));
+        let settled = files.is_empty() && chunks == named && temp.is_empty();
+        if settled || std::time::Instant::now() >= deadline {
+            break (files, chunks, temp);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     if !files.is_empty() || chunks != named || !temp.is_empty() {
         checked.losses.push(format!(
             "{}: after a sweep the KV folder holds single keys {files:?} (want none) and chunks {chunks:?} (want exactly \

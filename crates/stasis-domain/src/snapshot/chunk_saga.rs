@@ -99,11 +99,12 @@ pub struct CommitRequest {
 }
 
 /// Switches the agent to a manifest whose chunks its store holds; then the
-/// superseded single key goes and one collection step runs.
+/// superseded single key goes. The chunks only the superseded manifest
+/// named are the caller's to [`collect`] after: the runtime decides
+/// whether that happens before or after the answer.
 pub async fn commit(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
-    key_prefix: &str,
     request: CommitRequest,
 ) -> Result<SnapshotMeta, DomainError> {
     let step = op::commit_manifest(
@@ -118,7 +119,6 @@ pub async fn commit(
         // A failure leaves an orphan for the listing sweep, nothing worse.
         let _ = blobs.delete(old).await;
     }
-    let _ = collect(object, blobs, key_prefix).await;
     Ok(committed.meta)
 }
 

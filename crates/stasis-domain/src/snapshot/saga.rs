@@ -21,7 +21,8 @@ pub use super::ports::{BlobStore, LocalObject, SnapshotObject, run_ready};
 pub const PROPAGATING_RETRY_AFTER_S: u64 = 2;
 
 /// Stores a snapshot: checks, KV key first, metadata switch, then the
-/// superseded key goes.
+/// superseded key goes. Chunks a superseded manifest named, and keys a
+/// crash left, are the caller's to [`sweep`] after.
 pub async fn put(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
@@ -51,9 +52,6 @@ pub async fn put(
         // A failure here leaves an orphan for the sweep, nothing worse.
         let _ = blobs.delete(old).await;
     }
-    // Keys orphaned by an earlier crash go with the next put; the put itself
-    // has succeeded whatever the sweep meets.
-    let _ = sweep(object, blobs, &request.key_prefix).await;
     Ok(committed.meta)
 }
 

@@ -257,7 +257,8 @@ impl WholeWriter {
     }
 
     /// Ends the body: checks `X-Stasis-Sha256`, then stores a small body
-    /// inline or commits the chunks' manifest.
+    /// inline or commits the chunks' manifest. What the new version
+    /// superseded is the caller's to [`saga::sweep`] after.
     pub async fn finish(
         mut self,
         object: &impl SnapshotObject,
@@ -286,10 +287,6 @@ impl WholeWriter {
             limit: self.request.limit,
             sha256_from_chunks: true,
         };
-        let meta = chunk_saga::commit(object, blobs, &self.request.key_prefix, request).await?;
-        // Chunk keys a crash left unrecorded go with the next whole-file
-        // PUT, as single keys did; the PUT has succeeded whatever it meets.
-        let _ = saga::sweep(object, blobs, &self.request.key_prefix).await;
-        Ok(meta)
+        chunk_saga::commit(object, blobs, request).await
     }
 }
