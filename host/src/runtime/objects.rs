@@ -243,10 +243,9 @@ impl Snapshots for HostObjects {
         self.inner.snapshot_pending_ttl_ms
     }
 
-    /// After the answer: see [`super::tidy`].
-    fn snapshot_tidy(&self, key: &AgentKey, _after: AfterCommit) -> impl Future<Output = ()> {
-        self.tidy_later(key);
-        std::future::ready(())
+    /// The collection after the answer: see [`super::tidy`].
+    fn snapshot_tidy(&self, key: &AgentKey, after: AfterCommit) -> impl Future<Output = ()> {
+        self.tidy(key, after)
     }
 
     /// The saga and the agent objects read the same clock.

@@ -4,23 +4,20 @@
 //! freed chunk file costs about a millisecond).
 //!
 //! One task per agent at a time: a commit that lands while its agent's
-//! task runs asks for one more pass instead of a second task. The listing
-//! sweep, which looks for chunk files without a row, runs with an agent's
-//! first pass after the host starts: here such a file can only be left by
-//! a write the host did not finish (a crash or an I/O error), and a sweep
-//! that ran beside a push could take a chunk the push has renamed into
-//! place but not yet recorded (the push would then be refused with 503
-//! `chunk_being_collected` and retried). Every other pass only collects
-//! rows, which no upload in flight can lose.
+//! task runs asks for one more pass instead of a second task. A pass only
+//! collects rows (chunks no manifest names whose pending time has passed),
+//! which no upload in flight can lose; the listing sweep for chunk files
+//! without a row stays before a whole-file PUT's answer
+//! (`saga::sweep_orphans` says why).
 
 use super::HostObjects;
-use stasis_api::Snapshots;
+use stasis_api::{AfterCommit, Snapshots};
 use stasis_domain::{
     ids::AgentKey,
     snapshot::{self, chunk_saga, saga},
 };
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashMap,
     sync::{Mutex, MutexGuard, PoisonError},
 };
 
@@ -28,57 +25,45 @@ use std::{
 /// `snapshot::COLLECT_BATCH` chunks); a later pass takes the rest.
 const STEPS_PER_PASS: u32 = 1_000;
 
-/// Which agents have a housekeeping task, and which were swept.
+/// The agents whose housekeeping task runs, each with whether another
+/// pass was asked for meanwhile.
 #[derive(Default)]
 pub struct Tidier {
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
-    /// Agents whose task runs, each with whether another pass was asked for.
-    running: HashMap<AgentKey, bool>,
-    /// Agents swept since the host started.
-    swept: HashSet<AgentKey>,
+    running: Mutex<HashMap<AgentKey, bool>>,
 }
 
 impl Tidier {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, HashMap<AgentKey, bool>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether a new task must start for `key` (else the running one will
     /// make one more pass).
     fn ask(&self, key: &AgentKey) -> bool {
-        let mut state = self.lock();
-        match state.running.get_mut(key) {
+        let mut running = self.lock();
+        match running.get_mut(key) {
             Some(again) => {
                 *again = true;
                 false
             }
             None => {
-                state.running.insert(key.clone(), false);
+                running.insert(key.clone(), false);
                 true
             }
         }
     }
 
-    /// Whether this pass must also sweep: the agent's first since start.
-    fn first_pass(&self, key: &AgentKey) -> bool {
-        self.lock().swept.insert(key.clone())
-    }
-
     /// Ends a pass: whether another was asked for meanwhile (the task then
     /// goes on), else the task is done.
     fn pass_done(&self, key: &AgentKey) -> bool {
-        let mut state = self.lock();
-        match state.running.get_mut(key) {
+        let mut running = self.lock();
+        match running.get_mut(key) {
             Some(again) if *again => {
                 *again = false;
                 true
             }
             _ => {
-                state.running.remove(key);
+                running.remove(key);
                 false
             }
         }
@@ -86,8 +71,19 @@ impl Tidier {
 }
 
 impl HostObjects {
-    /// Collects what the agent's last commit superseded, after the answer.
-    pub(super) fn tidy_later(&self, key: &AgentKey) {
+    /// What follows a stored snapshot: a whole-file PUT's listing sweep
+    /// now, then the collection after the answer.
+    pub(super) async fn tidy(&self, key: &AgentKey, after: AfterCommit) {
+        if after == AfterCommit::Sweep
+            && let Ok(blobs) = self.snapshot_blobs()
+        {
+            let object = self.snapshot_object(key);
+            let _ = saga::sweep_orphans(&object, &blobs, &snapshot::key_prefix(key)).await;
+        }
+        self.collect_later(key);
+    }
+
+    fn collect_later(&self, key: &AgentKey) {
         if !self.tidier().ask(key) {
             return;
         }
@@ -96,7 +92,7 @@ impl HostObjects {
         let key = key.clone();
         tokio::spawn(async move {
             loop {
-                objects.tidy_pass(&key).await;
+                objects.collect_pass(&key).await;
                 if !objects.tidier().pass_done(&key) {
                     break;
                 }
@@ -106,14 +102,9 @@ impl HostObjects {
 
     /// One pass; a failure leaves garbage for the next, never a name
     /// without its chunk.
-    async fn tidy_pass(&self, key: &AgentKey) {
-        let Ok(blobs) = self.snapshot_blobs() else {
-            return;
-        };
-        let (object, prefix) = (self.snapshot_object(key), snapshot::key_prefix(key));
-        if self.tidier().first_pass(key) {
-            let _ = saga::sweep(&object, &blobs, &prefix).await;
-        } else {
+    async fn collect_pass(&self, key: &AgentKey) {
+        if let Ok(blobs) = self.snapshot_blobs() {
+            let (object, prefix) = (self.snapshot_object(key), snapshot::key_prefix(key));
             let _ = chunk_saga::collect_all(&object, &blobs, &prefix, STEPS_PER_PASS).await;
         }
     }

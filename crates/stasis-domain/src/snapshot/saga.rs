@@ -237,8 +237,25 @@ pub async fn delete(
 
 /// Deletes the KV keys under `prefix` that neither the metadata nor a put in
 /// flight names (left by a crash between a KV write and the metadata
-/// switch, or before a superseded key was deleted). Returns how many went.
+/// switch, or before a superseded key was deleted), then collects the
+/// chunks nothing names. Returns how many went.
 pub async fn sweep(
+    object: &impl SnapshotObject,
+    blobs: &impl BlobStore,
+    prefix: &str,
+) -> Result<u32, DomainError> {
+    let removed = sweep_orphans(object, blobs, prefix).await?;
+    let collected = chunk_saga::collect_all(object, blobs, prefix, 1_000).await?;
+    Ok(removed.saturating_add(u32::try_from(collected).unwrap_or(u32::MAX)))
+}
+
+/// The listing half of [`sweep`]: the KV keys under `prefix` with no row
+/// and no put in flight naming them go. A chunk an upload has written but
+/// not yet recorded has no row either, so a sweep beside the agent's next
+/// upload could take it (the upload is then refused with 503
+/// `chunk_being_collected`): it runs where the agent's requests are
+/// sequential, at the end of a whole-file PUT before its answer.
+pub async fn sweep_orphans(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
     prefix: &str,
@@ -265,8 +282,7 @@ pub async fn sweep(
             None => break,
         }
     }
-    let collected = chunk_saga::collect_all(object, blobs, prefix, 1_000).await?;
-    Ok(removed.saturating_add(u32::try_from(collected).unwrap_or(u32::MAX)))
+    Ok(removed)
 }
 
 /// Deletes the chunk keys found in KV that the object has no row for.
