@@ -73,22 +73,38 @@ async fn values_never_settled_leave_no_temporary_file() {
     assert_eq!(kv.list(&bucket, "", None).expect("list").0.len(), 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reading_ahead_stops_at_the_first_corrupt_chunk() {
-    let (_dir, kv, blobs) = blobs();
+/// `count` chunks of `len` bytes stored in the folder: the bucket, the
+/// chunks, their names.
+fn stored_chunks(
+    kv: &KvFolder,
+    count: u8,
+    len: usize,
+) -> (BucketHandle, Vec<Vec<u8>>, Vec<String>) {
     let bucket = kv.open(KV_BUCKET).expect("bucket");
-    let chunks: Vec<Vec<u8>> = (0u8..4).map(|k| vec![k; 100_000]).collect();
+    let chunks: Vec<Vec<u8>> = (0..count).map(|k| vec![k; len]).collect();
     let names: Vec<String> = chunks.iter().map(|c| sha256_hex(c)).collect();
     for (name, bytes) in names.iter().zip(&chunks) {
         kv.set(&bucket, &chunk_key(PREFIX, name), bytes)
             .expect("set");
     }
+    (bucket, chunks, names)
+}
+
+/// Every piece a read-ahead of `names` sends, each expected to be read.
+async fn read_all(blobs: &HostBlobs, names: &[String]) -> Vec<Vec<u8>> {
     let all: Vec<_> = blobs
         .clone()
-        .read_ahead(PREFIX.into(), names.clone())
+        .read_ahead(PREFIX.into(), names.to_vec())
         .collect()
         .await;
-    let read: Vec<Vec<u8>> = all.into_iter().map(|r| r.expect("read").to_vec()).collect();
+    all.into_iter().map(|r| r.expect("read").to_vec()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_ahead_stops_at_the_first_corrupt_chunk() {
+    let (_dir, kv, blobs) = blobs();
+    let (bucket, chunks, names) = stored_chunks(&kv, 4, 100_000);
+    let read = read_all(&blobs, &names).await;
     assert_eq!(
         read,
         vec![chunks.concat()],
@@ -111,19 +127,8 @@ async fn reading_ahead_stops_at_the_first_corrupt_chunk() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_chunks_verified_on_two_threads_come_in_order_up_to_a_corrupt_one() {
     let (_dir, kv, blobs) = blobs();
-    let bucket = kv.open(KV_BUCKET).expect("bucket");
-    let chunks: Vec<Vec<u8>> = (0u8..5).map(|k| vec![k; 1_500_000]).collect();
-    let names: Vec<String> = chunks.iter().map(|c| sha256_hex(c)).collect();
-    for (name, bytes) in names.iter().zip(&chunks) {
-        kv.set(&bucket, &chunk_key(PREFIX, name), bytes)
-            .expect("set");
-    }
-    let all: Vec<_> = blobs
-        .clone()
-        .read_ahead(PREFIX.into(), names.clone())
-        .collect()
-        .await;
-    let read: Vec<Vec<u8>> = all.into_iter().map(|r| r.expect("read").to_vec()).collect();
+    let (bucket, chunks, names) = stored_chunks(&kv, 5, 1_500_000);
+    let read = read_all(&blobs, &names).await;
     assert_eq!(read, chunks, "each large chunk its own piece, in order");
 
     // The fourth is the second of its batch: checked on the other thread.
