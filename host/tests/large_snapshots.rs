@@ -2,7 +2,9 @@
 //! 1 GiB PUT and GET round trip byte for byte through chunked storage, and
 //! the host's peak resident set does not grow with the snapshot (the body
 //! is split as it arrives and assembled as it is sent). One byte over the
-//! 1 GiB default limit is refused from its `Content-Length`.
+//! 1 GiB default limit is refused from its `Content-Length`; a body whose
+//! sha256 fails at its end leaves no chunk file behind (those written in
+//! the background while it arrived are discarded).
 
 #![allow(clippy::expect_used, clippy::panic, reason = "tests fail loudly")]
 
@@ -176,4 +178,41 @@ fn one_byte_over_the_default_limit_is_refused_from_its_length() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     assert!(answer.contains("snapshot_too_large"), "{answer}");
     assert!(answer.contains("1073741824"), "{answer}");
+}
+
+#[test]
+fn a_body_that_hashes_wrong_at_the_end_leaves_no_chunk_file_and_no_snapshot() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(data.path(), &[]);
+    let url = format!("{}{PATH}", server.base);
+    let len = 30_000_000u64;
+    let mut response = agent()
+        .put(&url)
+        .header("Authorization", admin())
+        .header("Content-Type", "application/octet-stream")
+        .header("Content-Length", len.to_string())
+        .header("X-Stasis-Sha256", sha256_of(len, 8))
+        .send(ureq::SendBody::from_reader(&mut Generated::new(len, 9)))
+        .expect("PUT");
+    let answer = response.body_mut().read_to_string().expect("answer");
+    assert_eq!(response.status(), 400, "{answer}");
+    assert!(answer.contains("sha256_mismatch"), "{answer}");
+    let response = agent()
+        .get(&url)
+        .header("Authorization", admin())
+        .call()
+        .expect("GET");
+    assert_eq!(response.status(), 404, "no snapshot");
+    let bucket = data.path().join("kv/snapshots");
+    let files = |dir: &str| std::fs::read_dir(bucket.join(dir)).map_or(0, Iterator::count);
+    // The writes still running when the PUT was refused are discarded as
+    // they end.
+    for _ in 0..200 {
+        if files(".tmp") == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(files(".tmp"), 0, "no temporary file");
+    assert_eq!(files("big/r/a/chunks"), 0, "no chunk in place");
 }

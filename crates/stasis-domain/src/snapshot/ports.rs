@@ -3,9 +3,12 @@
 //! saga shares about them (a key read until KV shows it), and the object
 //! port over a store in this very process ([`LocalObject`], [`run_ready`]).
 
-use super::{RunningHash, digest, operations::SnapshotOperation};
+use super::{RunningHash, chunk_key, digest, operations::SnapshotOperation};
 use crate::{DomainError, Refusal, object_env::ObjectEnv, sql::SqlStore};
-use std::future::Future;
+use std::{
+    future::Future,
+    sync::{Arc, OnceLock},
+};
 
 /// The agent's object, as the saga reaches it.
 pub trait SnapshotObject {
@@ -76,13 +79,35 @@ pub trait BlobStore {
         super::manifest::SERVER_MIN_CHUNK_SIZE
     }
 
-    /// Feeds `chunk` to the file's running hash `whole` and returns the
-    /// lowercase hex sha256 of `chunk` alone: a whole-file PUT needs both
-    /// of every chunk it splits off. A runtime with cores to spare hashes
-    /// the two at once; the results must be the same.
-    fn hash_chunk(&self, whole: &mut RunningHash, chunk: &[u8]) -> impl Future<Output = String> {
-        whole.update(chunk);
-        self.sha256_hex(chunk)
+    /// Takes a whole-file PUT's next chunk: feeds it to the file's running
+    /// hash `whole` and stores it under its name (its sha256:
+    /// `chunk_key(key_prefix, name)`) in the batch [`BlobStore::settle`]
+    /// ends, which the name is known by. A runtime with cores to spare
+    /// hashes and writes in the background, so that the body keeps
+    /// arriving meanwhile, and may carry `whole` on elsewhere: only
+    /// [`BlobStore::finish_whole`] ends it.
+    fn put_chunk(
+        &self,
+        key_prefix: &str,
+        whole: &mut RunningHash,
+        chunk: Vec<u8>,
+    ) -> impl Future<Output = Result<ChunkName, DomainError>> {
+        async move {
+            whole.update(&chunk);
+            let name = self.sha256_hex(&chunk).await;
+            self.put_batched(&chunk_key(key_prefix, &name), chunk)
+                .await?;
+            Ok(ChunkName::known(name))
+        }
+    }
+
+    /// The lowercase hex sha256 of every byte fed to `whole`, by the caller
+    /// or by [`BlobStore::put_chunk`] through this handle.
+    fn finish_whole(
+        &self,
+        whole: RunningHash,
+    ) -> impl Future<Output = Result<String, DomainError>> {
+        async move { Ok(whole.finish_hex()) }
     }
 
     /// Lowercase hex sha256 of `bytes`. A runtime with a faster native
@@ -91,6 +116,32 @@ pub trait BlobStore {
     fn sha256_hex(&self, bytes: &[u8]) -> impl Future<Output = String> {
         let digest = digest::sha256_hex(bytes);
         async move { digest }
+    }
+}
+
+/// A chunk's name (the lowercase hex sha256 of its bytes) as
+/// [`BlobStore::put_chunk`] hands it over: known at once, or set by the
+/// store where it hashes in the background, at the latest when the batch
+/// the chunk went in is settled.
+#[derive(Debug, Clone, Default)]
+pub struct ChunkName(Arc<OnceLock<String>>);
+
+impl ChunkName {
+    /// A name known already.
+    pub fn known(name: String) -> Self {
+        let slot = Self::default();
+        slot.set(name);
+        slot
+    }
+
+    /// Gives the name; the first given stays.
+    pub fn set(&self, name: String) {
+        let _ = self.0.set(name);
+    }
+
+    /// The name, once given.
+    pub fn get(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
     }
 }
 

@@ -7,12 +7,12 @@
 //! whole file's sha256 before it hands out the last one.
 
 use super::{
-    MAX_INLINE_LIMIT, PutRequest, SnapshotMeta, StagedSnapshot, chunk_key,
+    MAX_INLINE_LIMIT, PutRequest, SnapshotMeta, StagedSnapshot,
     chunk_saga::{self, CommitRequest},
     digest::{RunningHash, SHA256_MISMATCH},
     manifest::{Manifest, server_chunk_size},
     operations as snapshot_op,
-    ports::{BlobStore, SnapshotObject},
+    ports::{BlobStore, ChunkName, SnapshotObject},
     rules, saga,
 };
 use crate::DomainError;
@@ -33,8 +33,11 @@ pub struct WholeWriter {
     buffer: Vec<u8>,
     whole: RunningHash,
     size: u64,
+    /// The recorded chunks' names, in order.
     chunks: Vec<String>,
-    unrecorded: Vec<(String, u64)>,
+    /// The chunks written since the last record, their names known once
+    /// their batch is settled.
+    unrecorded: Vec<(ChunkName, u64)>,
     target: Target,
 }
 
@@ -129,14 +132,11 @@ impl WholeWriter {
         blobs: &impl BlobStore,
     ) -> Result<(), DomainError> {
         let bytes = std::mem::take(&mut self.buffer);
-        // The chunk's name and the whole file's running hash in one go
-        // (on two threads where the store can).
-        let name = blobs.hash_chunk(&mut self.whole, &bytes).await;
         let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-        blobs
-            .put_batched(&chunk_key(&self.request.key_prefix, &name), bytes)
+        // Hashed and written in the background where the store can.
+        let name = blobs
+            .put_chunk(&self.request.key_prefix, &mut self.whole, bytes)
             .await?;
-        self.chunks.push(name.clone());
         self.unrecorded.push((name, size));
         let unrecorded_bytes: u64 = self.unrecorded.iter().map(|(_, size)| size).sum();
         if self.unrecorded.len() >= RECORD_BATCH || unrecorded_bytes >= RECORD_BATCH_BYTES {
@@ -152,7 +152,7 @@ impl WholeWriter {
         blobs: &impl BlobStore,
     ) -> Result<(), DomainError> {
         blobs.settle().await?;
-        let batch = std::mem::take(&mut self.unrecorded);
+        let batch = self.take_named()?;
         let upload = chunk_saga::Upload {
             started_at: self.started_at,
             pending_ttl_ms: self.request.pending_ttl_ms,
@@ -177,6 +177,23 @@ impl WholeWriter {
         }
     }
 
+    /// The settled batch's chunks with their names, which join the
+    /// recorded ones.
+    fn take_named(&mut self) -> Result<Vec<(String, u64)>, DomainError> {
+        let batch = std::mem::take(&mut self.unrecorded)
+            .into_iter()
+            .map(|(name, size)| match name.get() {
+                Some(name) => Ok((name.to_owned(), size)),
+                None => Err(DomainError::Storage(
+                    "a chunk was settled before the store named it".into(),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.chunks
+            .extend(batch.iter().map(|(name, _)| name.clone()));
+        Ok(batch)
+    }
+
     async fn reserve_import(&mut self, object: &impl SnapshotObject) -> Result<u64, DomainError> {
         let reserve = snapshot_op::import_reserve(
             u64::try_from(self.chunk_size).unwrap_or(u64::MAX),
@@ -189,8 +206,8 @@ impl WholeWriter {
 
     /// Checks the whole file's sha256 against `X-Stasis-Sha256`: every
     /// byte must have been fed, by a flush or (inline) from the buffer.
-    fn check_whole(&mut self) -> Result<String, DomainError> {
-        let sha256 = std::mem::take(&mut self.whole).finish_hex();
+    async fn check_whole(&mut self, blobs: &impl BlobStore) -> Result<String, DomainError> {
+        let sha256 = blobs.finish_whole(std::mem::take(&mut self.whole)).await?;
         if let Some(expected) = &self.request.expected_sha256
             && !expected.eq_ignore_ascii_case(&sha256)
         {
@@ -204,7 +221,9 @@ impl WholeWriter {
 
     /// Whether the body so far stays inline (nothing reached KV).
     fn stays_inline(&self) -> bool {
-        self.chunks.is_empty() && self.size <= self.request.inline_limit.min(MAX_INLINE_LIMIT)
+        self.chunks.is_empty()
+            && self.unrecorded.is_empty()
+            && self.size <= self.request.inline_limit.min(MAX_INLINE_LIMIT)
     }
 
     /// Ends an import's snapshot (a writer from [`Self::for_import`]),
@@ -222,14 +241,14 @@ impl WholeWriter {
         self.request.event_watermark = Some(event_watermark);
         if self.stays_inline() {
             self.whole.update(&self.buffer);
-            self.check_whole()?;
+            self.check_whole(blobs).await?;
             let body = std::mem::take(&mut self.buffer);
             return saga::stage(object, blobs, &self.request, &body).await;
         }
         if !self.buffer.is_empty() {
             self.flush(object, blobs).await?;
         }
-        let sha256 = self.check_whole()?;
+        let sha256 = self.check_whole(blobs).await?;
         self.record(object, blobs).await?;
         let Target::Import(Some(version)) = self.target else {
             return Err(DomainError::Storage(
@@ -266,13 +285,13 @@ impl WholeWriter {
     ) -> Result<SnapshotMeta, DomainError> {
         if self.stays_inline() {
             self.whole.update(&self.buffer);
-            self.check_whole()?;
+            self.check_whole(blobs).await?;
             return saga::put(object, blobs, &self.request, &self.buffer).await;
         }
         if !self.buffer.is_empty() {
             self.flush(object, blobs).await?;
         }
-        let sha256 = self.check_whole()?;
+        let sha256 = self.check_whole(blobs).await?;
         self.record(object, blobs).await?;
         let manifest = Manifest {
             size: self.size,

@@ -1,6 +1,6 @@
-use super::*;
+use super::{writing::WRITES_IN_FLIGHT, *};
 use futures::StreamExt as _;
-use stasis_domain::snapshot::chunk_key;
+use stasis_domain::snapshot::{chunk_key, sha256_hex};
 use stasis_sqlite::Durability;
 
 const PREFIX: &str = "t/r/a/";
@@ -16,47 +16,58 @@ fn temp_files(dir: &tempfile::TempDir) -> usize {
     std::fs::read_dir(dir.path().join("kv").join(KV_BUCKET).join(".tmp")).map_or(0, Iterator::count)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_chunk_hashed_beside_the_file_gets_the_same_hashes() {
-    let (_dir, _kv, blobs) = blobs();
-    let (first, second) = (vec![7u8; 300_000], vec![9u8; 5]);
-    let mut whole = RunningHash::default();
-    assert_eq!(
-        blobs.hash_chunk(&mut whole, &first).await,
-        sha256_hex(&first)
-    );
-    assert_eq!(
-        blobs.hash_chunk(&mut whole, &second).await,
-        sha256_hex(&second)
-    );
-    assert_eq!(whole.finish_hex(), sha256_hex(&[first, second].concat()));
+/// `count` distinct chunks of a few hundred KB.
+fn chunks(count: u8) -> Vec<Vec<u8>> {
+    (0..count)
+        .map(|k| (0..300_000u32).map(|i| (i % 251) as u8 ^ k).collect())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn batched_values_written_in_the_background_appear_once_settled() {
+async fn chunks_put_in_the_background_appear_under_their_names_once_settled() {
     let (dir, kv, blobs) = blobs();
     let bucket = kv.open(KV_BUCKET).expect("bucket");
-    for k in 0..(WRITES_IN_FLIGHT + 3) {
-        blobs
-            .put_batched(&format!("{PREFIX}v{k}"), format!("value {k}").into_bytes())
-            .await
-            .expect("staged");
+    let chunks = chunks(u8::try_from(WRITES_IN_FLIGHT + 3).expect("few"));
+    let mut whole = RunningHash::default();
+    whole.update(b"taken before the chunks");
+    let mut names = Vec::new();
+    for chunk in &chunks {
+        let name = blobs.put_chunk(PREFIX, &mut whole, chunk.clone()).await;
+        names.push(name.expect("staged"));
     }
-    assert_eq!(kv.get(&bucket, &format!("{PREFIX}v0")).expect("get"), None);
+    let first_key = chunk_key(PREFIX, &sha256_hex(&chunks[0]));
+    assert_eq!(kv.get(&bucket, &first_key).expect("get"), None);
     blobs.settle().await.expect("settled");
-    for k in 0..(WRITES_IN_FLIGHT + 3) {
-        let value = kv.get(&bucket, &format!("{PREFIX}v{k}")).expect("get");
-        assert_eq!(value, Some(format!("value {k}").into_bytes()));
+    for (name, chunk) in names.iter().zip(&chunks) {
+        let name = name.get().expect("named once settled");
+        assert_eq!(name, sha256_hex(chunk));
+        let stored = kv.get(&bucket, &chunk_key(PREFIX, name)).expect("get");
+        assert_eq!(stored.as_ref(), Some(chunk));
     }
     assert_eq!(temp_files(&dir), 0);
+    let sha256 = blobs.finish_whole(whole).await.expect("hashed");
+    let fed = [b"taken before the chunks".to_vec(), chunks.concat()].concat();
+    assert_eq!(sha256, sha256_hex(&fed), "the file's hash, in order");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn values_never_settled_leave_no_temporary_file() {
+async fn a_file_with_no_chunk_put_is_hashed_from_what_it_was_fed() {
+    let (_dir, _kv, blobs) = blobs();
+    let mut whole = RunningHash::default();
+    whole.update(b"inline");
+    assert_eq!(
+        blobs.finish_whole(whole).await.expect("hashed"),
+        sha256_hex(b"inline")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_never_settled_leave_no_temporary_file() {
     let (dir, kv, blobs) = blobs();
-    for k in 0..(WRITES_IN_FLIGHT + 2) {
+    let mut whole = RunningHash::default();
+    for chunk in chunks(u8::try_from(WRITES_IN_FLIGHT + 2).expect("few")) {
         blobs
-            .put_batched(&format!("{PREFIX}v{k}"), vec![1; 1000])
+            .put_chunk(PREFIX, &mut whole, chunk)
             .await
             .expect("staged");
     }
