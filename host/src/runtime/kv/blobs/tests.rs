@@ -142,7 +142,7 @@ async fn large_chunks_verified_on_two_threads_come_in_order_up_to_a_corrupt_one(
     let read = read_all(&blobs, &names).await;
     assert_eq!(read, chunks, "each large chunk its own piece, in order");
 
-    // The fourth is the second of its batch: checked on the other thread.
+    // The fourth fails after three verified pieces went out.
     kv.set(&bucket, &chunk_key(PREFIX, &names[3]), b"not it")
         .expect("corrupt");
     let all: Vec<_> = blobs.read_ahead(PREFIX.into(), names).collect().await;
