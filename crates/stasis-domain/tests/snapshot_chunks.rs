@@ -11,31 +11,20 @@ mod support;
 use stasis_domain::sql::SqlStore as _;
 use stasis_domain::{
     DomainError,
-    agent::ObjectEnv,
     snapshot::{
         self, PutRequest,
         chunk_calls::ChunkSource,
         chunk_saga,
         manifest::Manifest,
-        saga::{self, BlobStore, LocalObject, run_ready},
+        saga::{self, BlobStore, run_ready},
         sha256_hex,
         whole::{WholeReader, WholeWriter},
     },
 };
 use stasis_sqlite::SqliteStore;
-use support::{MemoryKv, agent_store as store, noise as body};
+use support::{MemoryKv, agent_object as object, agent_store as store, noise as body};
 
 const PREFIX: &str = "t/r/a/";
-
-fn object(store: &SqliteStore) -> LocalObject<'_, SqliteStore> {
-    LocalObject {
-        store,
-        env: ObjectEnv {
-            now_ms: 1_700_000_000_000,
-            max_events: 10_000,
-        },
-    }
-}
 
 /// Writes `bytes` through the whole-file writer, `piece` bytes at a time.
 fn write_whole(store: &SqliteStore, kv: &MemoryKv, bytes: &[u8], size_hint: u64) {

@@ -10,18 +10,17 @@ mod support;
 use stasis_domain::sql::SqlStore as _;
 use stasis_domain::{
     DomainError,
-    agent::ObjectEnv,
     snapshot::{
         self, RunningHash, chunk_key, chunk_saga,
         ports::ChunkName,
-        saga::{BlobStore, LocalObject, run_ready},
+        saga::{BlobStore, run_ready},
         sha256_hex,
         whole::WholeWriter,
     },
 };
 use stasis_sqlite::SqliteStore;
 use std::cell::RefCell;
-use support::{MemoryKv, agent_store, noise};
+use support::{MemoryKv, agent_object as object, agent_store, noise};
 
 const PREFIX: &str = "t/r/a/";
 const CHUNK: usize = 1 << 20;
@@ -78,16 +77,6 @@ impl BlobStore for LateNames {
             }
         }
         Ok(())
-    }
-}
-
-fn object(store: &SqliteStore) -> LocalObject<'_, SqliteStore> {
-    LocalObject {
-        store,
-        env: ObjectEnv {
-            now_ms: 1_700_000_000_000,
-            max_events: 10_000,
-        },
     }
 }
 

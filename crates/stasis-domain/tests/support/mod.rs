@@ -4,8 +4,12 @@
 #![allow(dead_code, reason = "each test crate uses a part of it")]
 
 use stasis_domain::{
-    DomainError, agent,
-    snapshot::{self, PutRequest, saga::BlobStore},
+    DomainError,
+    agent::{self, ObjectEnv},
+    snapshot::{
+        self, PutRequest,
+        saga::{BlobStore, LocalObject},
+    },
 };
 use stasis_sqlite::SqliteStore;
 use std::{cell::RefCell, collections::BTreeMap};
@@ -69,6 +73,17 @@ pub fn agent_store() -> SqliteStore {
     let store = SqliteStore::in_memory().expect("sqlite opens");
     agent::migrate(&store).expect("schema applies");
     store
+}
+
+/// The agent's object over `store`, at a fixed time.
+pub fn agent_object(store: &SqliteStore) -> LocalObject<'_, SqliteStore> {
+    LocalObject {
+        store,
+        env: ObjectEnv {
+            now_ms: 1_700_000_000_000,
+            max_events: 10_000,
+        },
+    }
 }
 
 /// A PUT under `key_prefix` with no condition, a 1 KiB inline limit, and
