@@ -4,7 +4,8 @@
 //! freed chunk file costs about a millisecond).
 //!
 //! One task per agent at a time: a commit that lands while its agent's
-//! task runs asks for one more pass instead of a second task. A pass only
+//! task runs asks for one more pass instead of a second task; a task that
+//! ends early (a panic, a shutdown) clears its mark. A pass only
 //! collects rows (chunks no manifest names whose pending time has passed),
 //! which no upload in flight can lose; the listing sweep for chunk files
 //! without a row stays before a whole-file PUT's answer
@@ -70,6 +71,35 @@ impl Tidier {
     }
 }
 
+/// A running task's mark in the [`Tidier`]: a task that ends early (a
+/// panic in a pass, or the runtime shutting down) clears it, so that the
+/// agent's next commit starts a task again.
+struct TaskMark<'a> {
+    tidier: &'a Tidier,
+    key: &'a AgentKey,
+    /// Set when the task ended through [`Tidier::pass_done`], which
+    /// cleared the mark itself (a new task may hold it by now).
+    finished: bool,
+}
+
+impl<'a> TaskMark<'a> {
+    fn new(tidier: &'a Tidier, key: &'a AgentKey) -> Self {
+        Self {
+            tidier,
+            key,
+            finished: false,
+        }
+    }
+}
+
+impl Drop for TaskMark<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.tidier.lock().remove(self.key);
+        }
+    }
+}
+
 impl HostObjects {
     /// What follows a stored snapshot: a whole-file PUT's listing sweep
     /// now, then the collection after the answer.
@@ -91,12 +121,14 @@ impl HostObjects {
         let objects = self.unfenced();
         let key = key.clone();
         tokio::spawn(async move {
+            let mut task = TaskMark::new(objects.tidier(), &key);
             loop {
                 objects.collect_pass(&key).await;
                 if !objects.tidier().pass_done(&key) {
                     break;
                 }
             }
+            task.finished = true;
         });
     }
 
@@ -107,5 +139,53 @@ impl HostObjects {
             let (object, prefix) = (self.snapshot_object(key), snapshot::key_prefix(key));
             let _ = chunk_saga::collect_all(&object, &blobs, &prefix, STEPS_PER_PASS).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used, reason = "tests fail loudly")]
+
+    use super::*;
+
+    fn key() -> AgentKey {
+        AgentKey::new("t", "r", "a").expect("key")
+    }
+
+    #[test]
+    fn a_commit_during_a_task_asks_it_for_one_more_pass() {
+        let (tidier, key) = (Tidier::default(), key());
+        assert!(tidier.ask(&key), "the first commit starts a task");
+        assert!(!tidier.ask(&key), "a second joins the running task");
+        assert!(tidier.pass_done(&key), "which makes one more pass");
+        assert!(!tidier.pass_done(&key), "and then ends");
+        assert!(tidier.ask(&key), "the next commit starts a task again");
+    }
+
+    #[test]
+    fn a_task_that_unwinds_clears_its_mark() {
+        let (tidier, key) = (Tidier::default(), key());
+        assert!(tidier.ask(&key));
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _task = TaskMark::new(&tidier, &key);
+            panic!("a pass failed");
+        }));
+        assert!(unwound.is_err());
+        assert!(tidier.ask(&key), "the next commit starts a task again");
+    }
+
+    #[test]
+    fn a_finished_task_leaves_the_next_task_its_mark() {
+        let (tidier, key) = (Tidier::default(), key());
+        assert!(tidier.ask(&key));
+        let mut task = TaskMark::new(&tidier, &key);
+        assert!(!tidier.pass_done(&key));
+        assert!(
+            tidier.ask(&key),
+            "a new task starts before the old one is dropped"
+        );
+        task.finished = true;
+        drop(task);
+        assert!(!tidier.ask(&key), "the new task's mark stays");
     }
 }
