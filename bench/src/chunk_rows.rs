@@ -3,13 +3,14 @@
 //! against a native copy + fsync + sha256 of the same bytes.
 
 use crate::{
-    report::{Goal, Row, pick, size},
+    report::{Goal, Row, millis, pick, size},
     results::{Measured, StateFigures},
     workloads::{delta::DeltaPushes, push, restore::Pulls},
 };
 
 /// `sent 7 of 763 chunks, 224 KiB = 0.92 % of the file (request bodies with
-/// the JSON: 1.31 %)`.
+/// the JSON: 1.31 %); ...`, then what any push must do here before it sends
+/// anything (a local cost, whichever runtime it pushes to).
 pub fn delta_note(d: &DeltaPushes) -> String {
     let mut note = format!(
         "sent {} of {} chunks, {} = {:.2} % of the file (request bodies with the JSON: {:.2} %)",
@@ -19,6 +20,12 @@ pub fn delta_note(d: &DeltaPushes) -> String {
         d.bytes_ratio() * 100.0,
         d.body_ratio() * 100.0
     );
+    note.push_str(&format!(
+        "; what any push does before it sends a byte, the consistent copy and the whole file's \
+         sha256 (every manifest carries it), took {} = {:.2}× the whole-file push",
+        millis(d.floor.median),
+        d.floor_ratio()
+    ));
     if d.retries > 0 {
         note.push_str(&format!("; **{} retried requests**", d.retries));
     }

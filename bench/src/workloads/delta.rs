@@ -10,7 +10,7 @@
 
 use super::{
     Bounds, container_client,
-    push::{LiveDb, TURN_ROWS},
+    push::{self, LiveDb, TURN_ROWS},
 };
 use crate::{client::Endpoint, stats::Latency};
 use anyhow::{Context, Result, bail};
@@ -40,6 +40,9 @@ pub struct DeltaPushes {
     pub delta: Latency,
     /// The whole-file push of the same database, right after.
     pub whole: Latency,
+    /// What any push must do before it sends anything, right after: the
+    /// consistent copy and the whole file's sha256.
+    pub floor: Latency,
     /// The largest delta push's transfer over the rounds.
     pub sent: PushTransfer,
     /// Requests `stasis-client` retried over the whole workload.
@@ -50,6 +53,12 @@ impl DeltaPushes {
     /// Snapshot bytes sent by the delta push ÷ the file's size.
     pub fn bytes_ratio(&self) -> f64 {
         self.sent.bytes_sent as f64 / self.size.max(1) as f64
+    }
+
+    /// [`Self::floor`] ÷ the whole-file push: the least this workload's
+    /// ratio can be on this machine.
+    pub fn floor_ratio(&self) -> f64 {
+        self.floor.median.as_secs_f64() / self.whole.median.as_secs_f64().max(f64::MIN_POSITIVE)
     }
 
     /// Every request body (the JSON of `missing` and the manifest included) ÷ the file's size.
@@ -70,7 +79,7 @@ pub async fn delta_pushes(
     let (client, retries) = container_client(endpoint)?;
     let agent = AgentRef::new(town, "r", agent)?;
     let deadline = Instant::now() + bounds.time;
-    let (mut deltas, mut wholes) = (Vec::new(), Vec::new());
+    let (mut deltas, mut wholes, mut floors) = (Vec::new(), Vec::new(), Vec::new());
     let mut largest: Option<PushTransfer> = None;
     let mut size = 0;
     while (deltas.len() as u64) < bounds.count && Instant::now() < deadline {
@@ -91,12 +100,19 @@ pub async fn delta_pushes(
             bail!("the whole-file push stored other bytes than the delta push");
         }
         wholes.push(took);
+        let source = db.path.clone();
+        floors.push(
+            tokio::task::spawn_blocking(move || push::copy_and_whole_hash(&source))
+                .await
+                .context("the local copy panicked")??,
+        );
     }
     Ok(DeltaPushes {
         size,
         turn_rows: TURN_ROWS,
         delta: Latency::of(deltas).context("no delta push finished")?,
         whole: Latency::of(wholes).context("no whole-file push finished")?,
+        floor: Latency::of(floors).context("no copy finished")?,
         sent: largest.context("no delta push finished")?,
         retries: retries.load(Ordering::Relaxed),
     })

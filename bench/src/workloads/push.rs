@@ -7,10 +7,11 @@ use super::{Bounds, container_client};
 use crate::{client::Endpoint, stats::Latency, workloads::snapshot::random_bytes};
 use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
+use sha2::{Digest, Sha256};
 use stasis_client::{
     AgentRef, Client,
     backup::BackupOptions,
-    snapshot::{self, LocalCopy, PushOptions},
+    snapshot::{self, Image, LocalCopy, PushOptions},
 };
 use std::{
     path::{Path, PathBuf},
@@ -225,5 +226,25 @@ fn copy_and_hash(db: &Path) -> Result<Duration> {
     let start = Instant::now();
     let mut copy = LocalCopy::take(db, &BackupOptions::default(), None)?;
     copy.bytes()?.image().chunked()?;
+    Ok(start.elapsed())
+}
+
+/// What every push of `db` must do whatever it sends: the consistent copy
+/// and the whole file's sha256, which every manifest carries (no chunk
+/// hashes, no request).
+pub fn copy_and_whole_hash(db: &Path) -> Result<Duration> {
+    let start = Instant::now();
+    let mut copy = LocalCopy::take(db, &BackupOptions::default(), None)?;
+    let bytes = copy.bytes()?;
+    let whole = match bytes.image() {
+        Image::Memory(bytes) => Sha256::digest(bytes),
+        // Above the client's in-memory limit: the copy is a file.
+        Image::File(path) => {
+            let mut hasher = Sha256::new();
+            std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+            hasher.finalize()
+        }
+    };
+    std::hint::black_box(whole);
     Ok(start.elapsed())
 }
