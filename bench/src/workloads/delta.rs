@@ -6,7 +6,10 @@
 //!
 //! Each round first brings the server's snapshot back to the database's
 //! chunks (untimed), as a sidecar's previous push would have left it, and
-//! the timed push knows those chunks, as the sidecar does.
+//! the timed push knows those chunks, as the sidecar does. Each timed push
+//! starts [`TURN_PAUSE`] after the push before it, as a real turn takes
+//! seconds: the server has collected the chunks that push superseded, and
+//! the figure is the push's own, not that housekeeping's.
 
 use super::{
     Bounds, container_client,
@@ -28,6 +31,10 @@ use std::{
 
 /// How long one push may take, retries included.
 const PUSH_DEADLINE: Duration = Duration::from_secs(120);
+
+/// The pause before each timed push: far shorter than a real agent turn,
+/// far longer than the host's collection after a 25 MB push (tens of ms).
+const TURN_PAUSE: Duration = Duration::from_millis(300);
 
 /// What the delta pushes measured.
 #[derive(Debug, Clone, Copy)]
@@ -85,6 +92,7 @@ pub async fn delta_pushes(
     while (deltas.len() as u64) < bounds.count && Instant::now() < deadline {
         let previous = resync(&client, &agent, &db.path).await?;
         db.one_turn()?;
+        tokio::time::sleep(TURN_PAUSE).await;
         let (took, receipt) = push_once(&client, &agent, &db.path, Some(previous)).await?;
         let sent = receipt.transfer.context("no transfer figures")?;
         if sent.mode != TransferMode::Chunks {
@@ -95,6 +103,7 @@ pub async fn delta_pushes(
         if largest.is_none_or(|l| sent.bytes_sent > l.bytes_sent) {
             largest = Some(sent);
         }
+        tokio::time::sleep(TURN_PAUSE).await;
         let (took, whole) = push_once(&client, &agent, &db.path, None).await?;
         if whole.sha256 != receipt.sha256 {
             bail!("the whole-file push stored other bytes than the delta push");
