@@ -8,7 +8,7 @@ pub mod object;
 pub mod objects;
 pub mod open_objects;
 pub mod readiness;
-pub mod tidy;
+mod tidy;
 
 pub use objects::HostObjects;
 
