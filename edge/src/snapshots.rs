@@ -131,6 +131,10 @@ impl Snapshots for EdgeObjects {
         self.storage.snapshot_limit
     }
 
+    fn snapshot_grace_ms(&self) -> i64 {
+        i64::try_from(self.storage.snapshot_grace_ms).unwrap_or(i64::MAX)
+    }
+
     /// Workers KV allows 1,000 operations per invocation.
     fn snapshot_range_chunks(&self) -> Option<usize> {
         Some(RANGE_CHUNKS)

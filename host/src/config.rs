@@ -31,6 +31,8 @@ pub struct ServeConfig {
     /// How long uploaded chunks no manifest names yet are kept (an upload
     /// in progress) before they are collected.
     pub snapshot_pending_ttl: Duration,
+    /// How long a superseded or deleted version's chunks stay readable.
+    pub snapshot_grace: Duration,
     /// The keys tokens are signed and verified with; `None` serves
     /// loopback only, without auth.
     pub keys: Option<KeyRing>,
@@ -111,6 +113,7 @@ impl ServeConfig {
             max_events_per_agent: self.max_events_per_agent,
             snapshot_inline_limit: self.snapshot_inline_limit,
             snapshot_limit: self.snapshot_limit,
+            snapshot_grace_ms: u64::try_from(self.snapshot_grace.as_millis()).unwrap_or(u64::MAX),
         }
         .check()?;
         self.check_limits()

@@ -32,6 +32,11 @@ pub struct ServeArgs {
     /// kept (an upload in progress) before they are collected.
     #[arg(long, env = "STASIS_SNAPSHOT_PENDING_TTL", default_value = "1h")]
     snapshot_pending_ttl: humantime::Duration,
+    /// How long the chunks of a superseded or deleted snapshot version stay
+    /// readable before they are collected, so that a reader of that
+    /// version is not cut.
+    #[arg(long, env = "STASIS_SNAPSHOT_GRACE", default_value = "5m")]
+    snapshot_grace: humantime::Duration,
     /// How log lines are written: `text` for people, `json` (one object
     /// a line) for a log pipeline.
     #[arg(long, env = "STASIS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -100,6 +105,7 @@ impl ServeArgs {
             snapshot_inline_limit: self.snapshot_inline_limit,
             snapshot_limit: self.max_snapshot_bytes,
             snapshot_pending_ttl: self.snapshot_pending_ttl.into(),
+            snapshot_grace: self.snapshot_grace.into(),
             keys: config::load_keys(self.secret.sources())?,
             server: ServerLimits {
                 header_timeout: limits.header_timeout.into(),

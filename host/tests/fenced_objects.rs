@@ -39,6 +39,7 @@ fn objects(data: &std::path::Path) -> HostObjects {
         snapshot_inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
         snapshot_limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
         snapshot_pending_ttl: std::time::Duration::from_secs(3600),
+        snapshot_grace: std::time::Duration::ZERO,
         keys: None,
         server: ServerLimits::default(),
         objects: ObjectLimits::default(),
@@ -82,9 +83,8 @@ async fn put_chunk(
     bytes: &[u8],
 ) -> Result<bool, DomainError> {
     let upload = chunk_saga::Upload {
-        started_at: objects.now_ms(),
         pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
-        clock_slack_ms: objects.snapshot_clock_slack_ms(),
+        stale_before: objects.snapshot_claims_stale_before(),
     };
     let blobs = objects.snapshot_blobs()?;
     let object = objects.snapshot_object(key);
@@ -109,7 +109,8 @@ async fn assert_snapshot_writes_fenced(zombie: &HostObjects, key: &AgentKey, ear
         key_prefix: snapshot::key_prefix(key),
         limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
         pending_ttl_ms: zombie.snapshot_pending_ttl_ms(),
-        clock_slack_ms: zombie.snapshot_clock_slack_ms(),
+        stale_before: zombie.snapshot_claims_stale_before(),
+        grace_ms: 0,
     };
     let put = saga::put(&object, &blobs, &request, b"zombie bytes").await;
     assert_fenced(put, "c-b");
@@ -129,6 +130,7 @@ async fn assert_snapshot_writes_fenced(zombie: &HostObjects, key: &AgentKey, ear
         event_watermark: None,
         limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
         sha256_from_chunks: false,
+        grace_ms: 0,
     };
     let committed = chunk_saga::commit(&object, &blobs, commit).await;
     assert_fenced(committed, "c-b");

@@ -81,7 +81,7 @@ pub trait Objects {
 /// KV). The sagas run in the runtime's own process, so bytes never cross
 /// into a guest and are hashed natively (the host's `sha2` with the CPU's
 /// SHA extensions, the edge's WebCrypto).
-pub trait Snapshots {
+pub trait Snapshots: Objects {
     /// The agent's object as the sagas reach it.
     type Object<'a>: SnapshotObject
     where
@@ -131,11 +131,20 @@ pub trait Snapshots {
         }
     }
 
-    /// How far the clock of [`Objects::now_ms`] may lag the agent objects'
-    /// (ms): a chunk upload that began less than this after a collection
-    /// deleted the chunk is refused with 503 `chunk_being_collected`.
-    fn snapshot_clock_slack_ms(&self) -> i64 {
-        snapshot::DEFAULT_CLOCK_SLACK_MS
+    /// Claims on chunks that collections made before this (ms since the
+    /// epoch) were abandoned: their collection died, and the next upload or
+    /// collection takes them over (`stasis_domain::snapshot::chunk_claims`).
+    /// The default trusts a claim for [`snapshot::DEFAULT_CLAIM_LEASE_MS`];
+    /// the host also knows that no collection of an earlier process runs.
+    fn snapshot_claims_stale_before(&self) -> i64 {
+        self.now_ms()
+            .saturating_sub(snapshot::DEFAULT_CLAIM_LEASE_MS)
+    }
+
+    /// How long a superseded or deleted version's chunks stay readable
+    /// (ms), so that its readers are not cut.
+    fn snapshot_grace_ms(&self) -> i64 {
+        snapshot::DEFAULT_CHUNK_GRACE_MS
     }
 
     /// The current snapshot, with its verified bytes when `with_bytes`
@@ -164,10 +173,15 @@ pub trait Snapshots {
     fn snapshot_delete(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>> {
         async move {
             let blobs = self.snapshot_blobs()?;
+            let aging = saga::Aging {
+                grace_ms: self.snapshot_grace_ms(),
+                stale_before: self.snapshot_claims_stale_before(),
+            };
             saga::delete(
                 &self.snapshot_object(key),
                 &blobs,
                 &snapshot::key_prefix(key),
+                aging,
             )
             .await
         }
@@ -178,7 +192,15 @@ pub trait Snapshots {
         async move {
             let blobs = self.snapshot_blobs()?;
             let prefix = snapshot::key_prefix(key);
-            saga::wipe(&self.snapshot_object(key), &blobs, &prefix, WIPE_STEPS).await
+            let stale_before = self.snapshot_claims_stale_before();
+            saga::wipe(
+                &self.snapshot_object(key),
+                &blobs,
+                &prefix,
+                stale_before,
+                WIPE_STEPS,
+            )
+            .await
         }
     }
 
@@ -192,9 +214,14 @@ pub trait Snapshots {
                 return;
             };
             let (object, prefix) = (self.snapshot_object(key), snapshot::key_prefix(key));
+            let stale_before = self.snapshot_claims_stale_before();
             let _ = match after {
-                AfterCommit::Collect => chunk_saga::collect(&object, &blobs, &prefix).await,
-                AfterCommit::Sweep => saga::sweep(&object, &blobs, &prefix).await.map(u64::from),
+                AfterCommit::Collect => {
+                    chunk_saga::collect(&object, &blobs, &prefix, stale_before).await
+                }
+                AfterCommit::Sweep => saga::sweep(&object, &blobs, &prefix, stale_before)
+                    .await
+                    .map(u64::from),
             };
         }
     }
@@ -206,7 +233,8 @@ pub trait Snapshots {
         async move {
             let blobs = self.snapshot_blobs()?;
             let prefix = snapshot::key_prefix(key);
-            saga::sweep(&self.snapshot_object(key), &blobs, &prefix)
+            let stale_before = self.snapshot_claims_stale_before();
+            saga::sweep(&self.snapshot_object(key), &blobs, &prefix, stale_before)
                 .await
                 .map(drop)
         }

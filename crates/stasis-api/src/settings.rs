@@ -15,6 +15,9 @@ pub struct StorageSettings {
     pub snapshot_inline_limit: u64,
     /// The largest snapshot accepted.
     pub snapshot_limit: u64,
+    /// How long a superseded or deleted snapshot version's chunks stay
+    /// readable (ms).
+    pub snapshot_grace_ms: u64,
 }
 
 /// A setting the rules refuse.
@@ -51,6 +54,8 @@ const INLINE: &str = "STASIS_SNAPSHOT_INLINE_LIMIT";
 const INLINE_FLAG: &str = "--snapshot-inline-limit";
 const SNAPSHOT_LIMIT: &str = "STASIS_MAX_SNAPSHOT_BYTES";
 const SNAPSHOT_LIMIT_FLAG: &str = "--max-snapshot-bytes";
+const GRACE: &str = "STASIS_SNAPSHOT_GRACE_MS";
+const GRACE_FLAG: &str = "--snapshot-grace";
 
 impl Default for StorageSettings {
     fn default() -> Self {
@@ -58,6 +63,7 @@ impl Default for StorageSettings {
             max_events_per_agent: limits::DEFAULT_MAX_EVENTS,
             snapshot_inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
             snapshot_limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
+            snapshot_grace_ms: snapshot::DEFAULT_CHUNK_GRACE_MS.unsigned_abs(),
         }
     }
 }
@@ -78,6 +84,7 @@ impl StorageSettings {
             max_events_per_agent: number(RETENTION, RETENTION_FLAG, defaults.max_events_per_agent)?,
             snapshot_inline_limit: number(INLINE, INLINE_FLAG, defaults.snapshot_inline_limit)?,
             snapshot_limit: number(SNAPSHOT_LIMIT, SNAPSHOT_LIMIT_FLAG, defaults.snapshot_limit)?,
+            snapshot_grace_ms: number(GRACE, GRACE_FLAG, defaults.snapshot_grace_ms)?,
         };
         settings.check()?;
         Ok(settings)

@@ -54,11 +54,9 @@ where
     let blobs = objects.snapshot_blobs()?;
     let size_hint = crate::content_length(headers)?;
     let min_chunk_size = blobs.min_split_chunk_size();
-    let mut writer = WholeWriter::new(request, size_hint, objects.now_ms(), min_chunk_size);
+    let mut writer = WholeWriter::new(request, size_hint, min_chunk_size);
     while let Some(piece) = body.next().await {
-        writer
-            .write(&object, &blobs, &piece?, objects.now_ms())
-            .await?;
+        writer.write(&object, &blobs, &piece?).await?;
     }
     let meta = writer.finish(&object, &blobs).await?;
     objects.snapshot_tidy(key, AfterCommit::Sweep).await;
@@ -85,7 +83,8 @@ async fn put_request<O: Objects + Snapshots>(
         key_prefix: snapshot::key_prefix(key),
         limit: objects.snapshot_limit(),
         pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
-        clock_slack_ms: objects.snapshot_clock_slack_ms(),
+        stale_before: objects.snapshot_claims_stale_before(),
+        grace_ms: objects.snapshot_grace_ms(),
     };
     if let Some(precondition) = &request.precondition {
         let check = snapshot_op::check_precondition(Some(precondition.clone()));
@@ -227,9 +226,11 @@ fn pieces_here<O: Snapshots + 'static>(
     )
 }
 
-/// `DELETE`: the manifest goes; the chunks only it named are collected.
+/// `DELETE`: the manifest goes; the chunks only it named are collected
+/// once their grace ends.
 pub async fn delete(objects: &impl Snapshots, key: &AgentKey) -> Result<Response<Bytes>, ApiError> {
     objects.snapshot_delete(key).await?;
+    objects.snapshot_tidy(key, AfterCommit::Collect).await;
     let mut response = Response::new(Bytes::new());
     *response.status_mut() = StatusCode::NO_CONTENT;
     Ok(response)

@@ -109,9 +109,8 @@ pub async fn put_chunk<O: Objects + Snapshots>(
         name,
         bytes,
         chunk_saga::Upload {
-            started_at: objects.now_ms(),
             pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
-            clock_slack_ms: objects.snapshot_clock_slack_ms(),
+            stale_before: objects.snapshot_claims_stale_before(),
         },
     )
     .await?;
@@ -206,6 +205,7 @@ pub async fn put_manifest(
         event_watermark: request.event_watermark.or(header_seq),
         limit: objects.snapshot_limit(),
         sha256_from_chunks: false,
+        grace_ms: objects.snapshot_grace_ms(),
     };
     let meta = chunk_saga::commit(
         &objects.snapshot_object(key),

@@ -147,7 +147,7 @@ mod tests {
     #[test]
     fn only_agent_calls_that_change_the_object_are_guarded() {
         assert!(guards_agent_call(&AgentCall::Snapshot(
-            SnapshotCall::Remove
+            SnapshotCall::Remove { grace_ms: 0 }
         )));
         assert!(!guards_agent_call(&AgentCall::Snapshot(
             SnapshotCall::Abandon { version: 1 }

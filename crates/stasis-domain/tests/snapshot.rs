@@ -27,6 +27,11 @@ struct Agent {
 
 const PREFIX: &str = "snapshots/t/r/a/";
 const NOW: i64 = 1_700_000_000_000;
+/// A deletion whose chunks go at once.
+const NO_GRACE: saga::Aging = saga::Aging {
+    grace_ms: 0,
+    stale_before: 0,
+};
 
 impl Agent {
     fn new() -> Self {
@@ -226,7 +231,8 @@ fn a_failed_kv_write_changes_nothing() {
     agent.put(&body(5000, 1)).expect_err("disk full");
     let (meta, bytes) = agent.get().expect("read").expect("exists");
     assert_eq!((meta.version, bytes.expect("bytes")), (1, b"old".to_vec()));
-    let in_use = saga::run_ready(saga::sweep(&agent.object(), &agent.kv, PREFIX)).expect("ready");
+    let in_use =
+        saga::run_ready(saga::sweep(&agent.object(), &agent.kv, PREFIX, 0)).expect("ready");
     assert_eq!(in_use.expect("swept"), 0);
 }
 
@@ -261,12 +267,12 @@ fn a_key_not_visible_yet_is_a_503_not_stale_bytes() {
 fn delete_removes_the_key_and_versions_are_not_reused() {
     let agent = Agent::new();
     agent.put(&body(5000, 1)).expect("stored");
-    saga::run_ready(saga::delete(&agent.object(), &agent.kv, PREFIX))
+    saga::run_ready(saga::delete(&agent.object(), &agent.kv, PREFIX, NO_GRACE))
         .expect("ready")
         .expect("deleted");
     assert!(agent.kv_keys().is_empty());
     assert_eq!(agent.get().expect("read"), None);
-    let err = saga::run_ready(saga::delete(&agent.object(), &agent.kv, PREFIX))
+    let err = saga::run_ready(saga::delete(&agent.object(), &agent.kv, PREFIX, NO_GRACE))
         .expect("ready")
         .expect_err("nothing to delete");
     assert_eq!(err.code(), "snapshot_not_found");
@@ -305,7 +311,7 @@ fn sweep_removes_orphans_but_not_puts_in_flight() {
         .values
         .borrow_mut()
         .insert(in_flight.clone(), vec![2]);
-    let removed = saga::run_ready(saga::sweep(&agent.object(), &agent.kv, PREFIX))
+    let removed = saga::run_ready(saga::sweep(&agent.object(), &agent.kv, PREFIX, 0))
         .expect("ready")
         .expect("swept");
     assert_eq!(removed, 1);
@@ -315,7 +321,7 @@ fn sweep_removes_orphans_but_not_puts_in_flight() {
     );
     // Much later the reservation is given up and its key goes too.
     let later = agent.object_at(NOW + snapshot::PENDING_TTL_MS + 1);
-    let removed = saga::run_ready(saga::sweep(&later, &agent.kv, PREFIX))
+    let removed = saga::run_ready(saga::sweep(&later, &agent.kv, PREFIX, 0))
         .expect("ready")
         .expect("swept");
     assert_eq!(removed, 1);
@@ -323,5 +329,5 @@ fn sweep_removes_orphans_but_not_puts_in_flight() {
 }
 
 fn request() -> PutRequest {
-    support::put_request(PREFIX, LIMIT, snapshot::DEFAULT_CLOCK_SLACK_MS)
+    support::put_request(PREFIX, LIMIT, 0)
 }

@@ -29,9 +29,9 @@ const PREFIX: &str = "t/r/a/";
 /// Writes `bytes` through the whole-file writer, `piece` bytes at a time.
 fn write_whole(store: &SqliteStore, kv: &MemoryKv, bytes: &[u8], size_hint: u64) {
     let object = object(store);
-    let mut writer = WholeWriter::new(request(), Some(size_hint), 0, kv.min_split_chunk_size());
+    let mut writer = WholeWriter::new(request(), Some(size_hint), kv.min_split_chunk_size());
     for piece in bytes.chunks(300_000) {
-        run_ready(writer.write(&object, kv, piece, 0))
+        run_ready(writer.write(&object, kv, piece))
             .expect("ready")
             .expect("written");
     }
@@ -39,7 +39,7 @@ fn write_whole(store: &SqliteStore, kv: &MemoryKv, bytes: &[u8], size_hint: u64)
         .expect("ready")
         .expect("committed");
     // As the API does after every whole-file PUT.
-    run_ready(saga::sweep(&object, kv, PREFIX))
+    run_ready(saga::sweep(&object, kv, PREFIX, 0))
         .expect("ready")
         .expect("swept");
 }
@@ -126,7 +126,7 @@ fn a_collection_keeps_every_chunk_a_manifest_names() {
     let mut second = first.clone();
     second[2_400_000] ^= 1; // only the last chunk changes
     write_whole(&store, &kv, &second, second.len() as u64);
-    run_ready(chunk_saga::collect_all(&object(&store), &kv, PREFIX, 10))
+    run_ready(chunk_saga::collect_all(&object(&store), &kv, PREFIX, 0, 10))
         .expect("ready")
         .expect("collected");
     assert_eq!(
@@ -138,7 +138,7 @@ fn a_collection_keeps_every_chunk_a_manifest_names() {
 }
 
 #[test]
-fn a_collected_chunk_is_recorded_again_only_once_its_upload_began_past_the_clock_slack() {
+fn a_collected_chunk_uploaded_again_is_stored_at_once_and_a_dead_collection_blocks_nothing() {
     let (store, kv) = (store(), MemoryKv::default());
     let first = body(2_500_000, 6);
     write_whole(&store, &kv, &first, first.len() as u64);
@@ -146,15 +146,13 @@ fn a_collected_chunk_is_recorded_again_only_once_its_upload_began_past_the_clock
     second[2_400_000] ^= 1;
     // Commits and collects the first file's last chunk at the object's clock.
     write_whole(&store, &kv, &second, second.len() as u64);
-    let tombstone_at = object(&store).env.now_ms;
     let last = &first[2 << 20..];
-    let put = |started_at, clock_slack_ms| {
+    let name = sha256_hex(last);
+    let put = |stale_before| {
         let upload = chunk_saga::Upload {
-            started_at,
             pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
-            clock_slack_ms,
+            stale_before,
         };
-        let name = sha256_hex(last);
         run_ready(chunk_saga::put_chunk(
             &object(&store),
             &kv,
@@ -165,13 +163,43 @@ fn a_collected_chunk_is_recorded_again_only_once_its_upload_began_past_the_clock
         ))
         .expect("ready")
     };
-    let refused = |result: Result<bool, DomainError>| matches!(result, Err(DomainError::Unavailable(r)) if r.code == "chunk_being_collected");
-    assert!(refused(put(tombstone_at, 0)), "begun by the tombstone");
-    assert!(refused(put(tombstone_at + 500, 1_000)), "within the slack");
     assert!(
-        put(tombstone_at + 500, 0).expect("recorded"),
-        "recorded past the slack"
+        put(0).expect("stored"),
+        "collected, then stored again at once"
     );
+    assert!(
+        kv.values
+            .borrow()
+            .contains_key(&snapshot::chunk_key(PREFIX, &name))
+    );
+    // A collection takes it again and dies before its KV delete: its claim
+    // holds an upload off while it may still run, and is taken over once
+    // it is known dead (the process restarted, or its lease passed).
+    let later = object(&store).env.now_ms + 2 * snapshot::PENDING_CHUNK_TTL_MS;
+    let take = snapshot::SnapshotCall::CollectTake {
+        limit: 10,
+        stale_before: 0,
+    };
+    let env = stasis_domain::agent::ObjectEnv {
+        now_ms: later,
+        max_events: 10_000,
+    };
+    let taken = snapshot::execute(&store, &take, &env).expect("taken");
+    let claim = snapshot::chunk_claims::Taken {
+        chunks: vec![name.clone()],
+        claim_at: later,
+    };
+    assert_eq!(taken, snapshot::SnapshotReply::Taken(claim));
+    let busy = |result: Result<bool, DomainError>| matches!(result, Err(DomainError::Unavailable(r)) if r.code == "chunk_being_collected");
+    assert!(busy(put(later)), "a live collection's claim");
+    assert!(
+        put(later + 1).expect("stored"),
+        "a dead collection's claim is taken over"
+    );
+    let held = run_ready(chunk_saga::missing(&object(&store), vec![name.clone()], 0))
+        .expect("ready")
+        .expect("asked");
+    assert!(held.is_empty(), "the chunk is held again");
 }
 
 /// Commits `file` as a client's delta push does: its 64 KiB chunks
@@ -179,9 +207,8 @@ fn a_collected_chunk_is_recorded_again_only_once_its_upload_began_past_the_clock
 fn commit_as_client(store: &SqliteStore, kv: &MemoryKv, file: &[u8], sha256: &str) {
     const CHUNK: usize = 64 * 1024;
     let upload = chunk_saga::Upload {
-        started_at: 0,
         pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
-        clock_slack_ms: 0,
+        stale_before: 0,
     };
     let mut chunks = Vec::new();
     for piece in file.chunks(CHUNK) {
@@ -210,12 +237,13 @@ fn commit_as_client(store: &SqliteStore, kv: &MemoryKv, file: &[u8], sha256: &st
         event_watermark: None,
         limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
         sha256_from_chunks: false,
+        grace_ms: 0,
     };
     run_ready(chunk_saga::commit(&object(store), kv, commit))
         .expect("ready")
         .expect("committed");
     // As the API does after every manifest commit.
-    run_ready(chunk_saga::collect(&object(store), kv, PREFIX))
+    run_ready(chunk_saga::collect(&object(store), kv, PREFIX, 0))
         .expect("ready")
         .expect("collected");
 }
@@ -267,9 +295,5 @@ fn only_a_manifest_the_server_hashed_is_read_without_hashing_the_whole_file_agai
 }
 
 fn request() -> PutRequest {
-    support::put_request(
-        PREFIX,
-        snapshot::DEFAULT_SNAPSHOT_LIMIT,
-        snapshot::DEFAULT_CLOCK_SLACK_MS,
-    )
+    support::put_request(PREFIX, snapshot::DEFAULT_SNAPSHOT_LIMIT, 0)
 }

@@ -91,10 +91,9 @@ fn put_whole(store: &SqliteStore, kv: &MemoryKv, bytes: &[u8]) {
     let mut writer = WholeWriter::new(
         request(),
         Some(bytes.len() as u64),
-        NOW,
         kv.min_split_chunk_size(),
     );
-    run_ready(writer.write(&object, kv, bytes, NOW))
+    run_ready(writer.write(&object, kv, bytes))
         .expect("ready")
         .expect("written");
     run_ready(writer.finish(&object, kv))
@@ -114,11 +113,10 @@ fn write_import(
     let mut writer = WholeWriter::for_import(
         request(),
         Some(bytes.len() as u64),
-        NOW,
         kv.min_split_chunk_size(),
     );
     for piece in bytes.chunks(300_000) {
-        run_ready(writer.write(&object, kv, piece, NOW))
+        run_ready(writer.write(&object, kv, piece))
             .expect("ready")
             .expect("written");
     }
@@ -127,7 +125,7 @@ fn write_import(
 }
 
 fn sweep(store: &SqliteStore, kv: &MemoryKv, now_ms: i64) {
-    run_ready(saga::sweep(&object(store, now_ms), kv, PREFIX))
+    run_ready(saga::sweep(&object(store, now_ms), kv, PREFIX, 0))
         .expect("ready")
         .expect("swept");
 }
@@ -197,6 +195,12 @@ fn reserve_and_record(store: &SqliteStore, kv: &MemoryKv) -> u64 {
         panic!("reserves");
     };
     let chunks: Vec<Vec<u8>> = vec![body(MIB, 5), body(10, 6)];
+    let claim = SnapshotCall::ClaimUploads {
+        chunks: chunks.iter().map(|c| sha256_hex(c)).collect(),
+        pending_ttl_ms: HOUR,
+        stale_before: 0,
+    };
+    snapshot_call(store, claim, NOW);
     for chunk in &chunks {
         let key = snapshot::chunk_key(PREFIX, &sha256_hex(chunk));
         run_ready(kv.put(&key, chunk)).expect("ready").expect("put");
@@ -207,9 +211,7 @@ fn reserve_and_record(store: &SqliteStore, kv: &MemoryKv) -> u64 {
             .iter()
             .map(|c| (sha256_hex(c), c.len() as u64))
             .collect(),
-        started_at: NOW,
         pending_ttl_ms: HOUR,
-        clock_slack_ms: 0,
     };
     snapshot_call(store, record, NOW);
     reserved.version
@@ -224,17 +226,22 @@ fn an_import_in_progress_keeps_its_chunks_until_its_mark_expires() {
     // the import's manifest names them.
     let taken = snapshot_call(
         &store,
-        SnapshotCall::CollectTake { limit: 10 },
+        SnapshotCall::CollectTake {
+            limit: 10,
+            stale_before: 0,
+        },
         NOW + 2 * HOUR,
     );
-    assert_eq!(taken, SnapshotReply::Chunks(Vec::new()));
+    let nothing = snapshot::chunk_claims::Taken {
+        chunks: Vec::new(),
+        claim_at: NOW + 2 * HOUR,
+    };
+    assert_eq!(taken, SnapshotReply::Taken(nothing));
     // A record later pushes the mark's end further.
     let again = SnapshotCall::ImportRecord {
         version,
         chunks: Vec::new(),
-        started_at: NOW + 50 * 60_000,
         pending_ttl_ms: HOUR,
-        clock_slack_ms: 0,
     };
     snapshot_call(&store, again, NOW + 50 * 60_000);
     sweep(&store, &kv, NOW + HOUR + 1);
@@ -254,9 +261,7 @@ fn a_superseded_import_records_nothing_more_and_its_chunks_go() {
     let late = SnapshotCall::ImportRecord {
         version,
         chunks: vec![(sha256_hex(b"late"), 4)],
-        started_at: NOW,
         pending_ttl_ms: HOUR,
-        clock_slack_ms: 0,
     };
     let err = snapshot::execute(&store, &late, &env(NOW)).expect_err("superseded");
     assert_eq!(err.code(), "import_superseded");

@@ -1,7 +1,7 @@
-//! A whole-file PUT over a store that names its chunks only when their
-//! batch is settled (as the host does, hashing in the background): the
-//! manifest still names each chunk by its content, in order; a store that
-//! settles a chunk without naming it fails the PUT, which records nothing.
+//! A whole-file PUT over a store that names its chunks only once they are
+//! staged (as the host does, hashing in the background): the manifest
+//! still names each chunk by its content, in order; a store that stages a
+//! chunk without naming it fails the PUT, which records nothing.
 
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 
@@ -12,7 +12,7 @@ use stasis_domain::{
     DomainError,
     snapshot::{
         self, RunningHash, chunk_key, chunk_saga,
-        ports::ChunkName,
+        ports::{ChunkName, StagedChunk},
         saga::{BlobStore, run_ready},
         sha256_hex,
         whole::WholeWriter,
@@ -25,12 +25,13 @@ use support::{MemoryKv, agent_object as object, agent_store, noise};
 const PREFIX: &str = "t/r/a/";
 const CHUNK: usize = 1 << 20;
 
-/// KV in memory whose chunk names are given at settle (or, `forgetful`,
-/// never).
+/// KV in memory whose chunk names are given once staged (or, `forgetful`,
+/// never), and whose staged chunks wait here until published.
 #[derive(Default)]
 struct LateNames {
     kv: MemoryKv,
     unnamed: RefCell<Vec<(ChunkName, String)>>,
+    staged: RefCell<Vec<(String, Vec<u8>)>>,
     forgetful: bool,
 }
 
@@ -56,21 +57,24 @@ impl BlobStore for LateNames {
     }
     async fn pause(&self, _ms: u64) {}
 
-    async fn put_chunk(
+    async fn stage_chunk(
         &self,
         key_prefix: &str,
         whole: &mut RunningHash,
         chunk: Vec<u8>,
-    ) -> Result<ChunkName, DomainError> {
+    ) -> Result<StagedChunk, DomainError> {
         whole.update(&chunk);
         let name = sha256_hex(&chunk);
-        self.kv.put(&chunk_key(key_prefix, &name), &chunk).await?;
+        let size = chunk.len() as u64;
+        self.staged
+            .borrow_mut()
+            .push((chunk_key(key_prefix, &name), chunk));
         let later = ChunkName::default();
         self.unnamed.borrow_mut().push((later.clone(), name));
-        Ok(later)
+        Ok(StagedChunk::elsewhere(later, size))
     }
 
-    async fn settle(&self) -> Result<(), DomainError> {
+    async fn staged_names(&self) -> Result<(), DomainError> {
         for (slot, name) in self.unnamed.borrow_mut().drain(..) {
             if !self.forgetful {
                 slot.set(name);
@@ -78,27 +82,35 @@ impl BlobStore for LateNames {
         }
         Ok(())
     }
+
+    async fn publish(
+        &self,
+        _key_prefix: &str,
+        _chunks: Vec<StagedChunk>,
+    ) -> Result<(), DomainError> {
+        let staged = std::mem::take(&mut *self.staged.borrow_mut());
+        for (key, bytes) in staged {
+            self.kv.put(&key, &bytes).await?;
+        }
+        Ok(())
+    }
 }
 
 fn put_whole(store: &SqliteStore, blobs: &LateNames, body: &[u8]) -> Result<(), DomainError> {
     let object = object(store);
-    let mut request = support::put_request(
-        PREFIX,
-        snapshot::DEFAULT_SNAPSHOT_LIMIT,
-        snapshot::DEFAULT_CLOCK_SLACK_MS,
-    );
+    let mut request = support::put_request(PREFIX, snapshot::DEFAULT_SNAPSHOT_LIMIT, 0);
     request.expected_sha256 = Some(sha256_hex(body));
     let size = u64::try_from(body.len()).expect("small");
-    let mut writer = WholeWriter::new(request, Some(size), 0, CHUNK as u64);
+    let mut writer = WholeWriter::new(request, Some(size), CHUNK as u64);
     for piece in body.chunks(300_000) {
-        run_ready(writer.write(&object, blobs, piece, 0)).expect("ready")?;
+        run_ready(writer.write(&object, blobs, piece)).expect("ready")?;
     }
     run_ready(writer.finish(&object, blobs)).expect("ready")?;
     Ok(())
 }
 
 #[test]
-fn chunks_named_at_settle_are_named_by_their_content_in_order() {
+fn chunks_named_once_staged_are_named_by_their_content_in_order() {
     let (store, blobs) = (agent_store(), LateNames::default());
     let body = noise(3 * CHUNK + 5_000, 4);
     put_whole(&store, &blobs, &body).expect("stored");
@@ -112,7 +124,7 @@ fn chunks_named_at_settle_are_named_by_their_content_in_order() {
 }
 
 #[test]
-fn a_chunk_settled_unnamed_fails_the_put_and_records_nothing() {
+fn a_chunk_staged_unnamed_fails_the_put_and_records_nothing() {
     let store = agent_store();
     let blobs = LateNames {
         forgetful: true,

@@ -43,6 +43,10 @@ struct Inner {
     snapshot_inline_limit: u64,
     snapshot_limit: u64,
     snapshot_pending_ttl_ms: i64,
+    snapshot_grace_ms: i64,
+    /// When this process started (ms): no collection of an earlier one
+    /// still runs, so every claim made before is abandoned.
+    started_at_ms: i64,
     kv: Arc<KvFolder>,
     open: OpenObjects,
     readiness: Readiness,
@@ -65,6 +69,9 @@ impl HostObjects {
                 snapshot_limit: config.snapshot_limit,
                 snapshot_pending_ttl_ms: i64::try_from(config.snapshot_pending_ttl.as_millis())
                     .unwrap_or(i64::MAX),
+                snapshot_grace_ms: i64::try_from(config.snapshot_grace.as_millis())
+                    .unwrap_or(i64::MAX),
+                started_at_ms: wall_clock_ms(),
                 kv: Arc::new(kv),
                 open: OpenObjects::new(config.objects.clone()),
                 readiness: Readiness::new(config.data_dir.clone(), config.durability),
@@ -206,9 +213,7 @@ impl Objects for HostObjects {
     }
 
     fn now_ms(&self) -> i64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        wall_clock_ms()
     }
 
     fn fenced(&self, fence: Fence) -> Self {
@@ -248,9 +253,17 @@ impl Snapshots for HostObjects {
         self.tidy(key, after)
     }
 
-    /// The saga and the agent objects read the same clock.
-    fn snapshot_clock_slack_ms(&self) -> i64 {
-        0
+    /// Claims of an earlier process are abandoned at once; this process's
+    /// own are trusted for the lease.
+    fn snapshot_claims_stale_before(&self) -> i64 {
+        let leased = self
+            .now_ms()
+            .saturating_sub(stasis_domain::snapshot::DEFAULT_CLAIM_LEASE_MS);
+        leased.max(self.inner.started_at_ms)
+    }
+
+    fn snapshot_grace_ms(&self) -> i64 {
+        self.inner.snapshot_grace_ms
     }
 
     /// Read ahead on a blocking thread while earlier chunks are sent.
@@ -265,4 +278,11 @@ impl Snapshots for HostObjects {
             Err(err) => Either::Right(futures::stream::once(std::future::ready(Err(err)))),
         }
     }
+}
+
+/// Milliseconds since the epoch.
+fn wall_clock_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

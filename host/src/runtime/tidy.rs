@@ -5,11 +5,14 @@
 //!
 //! One task per agent at a time: a commit that lands while its agent's
 //! task runs asks for one more pass instead of a second task; a task that
-//! ends early (a panic, a shutdown) clears its mark. A pass only
-//! collects rows (chunks no manifest names whose pending time has passed),
-//! which no upload in flight can lose; the listing sweep for chunk files
-//! without a row stays before a whole-file PUT's answer
-//! (`saga::sweep_orphans` says why).
+//! ends early (a panic, a shutdown) clears its mark. A pass collects the
+//! chunks no manifest names whose pending time or grace has passed; the
+//! chunks a commit superseded are readable for the grace, so one more pass
+//! is due once it ends (one sleeper per agent, moved on by each commit).
+//! A whole-file PUT's listing sweep, for chunk files without a row, runs
+//! before its answer. Uploads and collections claim each chunk's row
+//! first (`snapshot::chunk_claims`), so none of this can take a chunk an
+//! upload is writing.
 
 use super::HostObjects;
 use stasis_api::{AfterCommit, Snapshots};
@@ -20,20 +23,49 @@ use stasis_domain::{
 use std::{
     collections::HashMap,
     sync::{Mutex, MutexGuard, PoisonError},
+    time::Duration,
 };
+use tokio::time::Instant;
 
 /// Collection steps one pass runs at most (each up to
 /// `snapshot::COLLECT_BATCH` chunks); a later pass takes the rest.
 const STEPS_PER_PASS: u32 = 1_000;
 
+/// How long after a grace ends its pass runs: the superseded chunks' last
+/// millisecond has passed by then.
+const AFTER_GRACE: Duration = Duration::from_secs(1);
+
 /// The agents whose housekeeping task runs, each with whether another
-/// pass was asked for meanwhile.
+/// pass was asked for meanwhile, and the agents whose grace pass is due.
 #[derive(Default)]
 pub struct Tidier {
     running: Mutex<HashMap<AgentKey, bool>>,
+    due: Mutex<HashMap<AgentKey, Instant>>,
 }
 
 impl Tidier {
+    /// Moves `key`'s grace pass to `at` (never earlier); whether a sleeper
+    /// must start for it.
+    fn due_at(&self, key: &AgentKey, at: Instant) -> bool {
+        let mut due = self.due.lock().unwrap_or_else(PoisonError::into_inner);
+        let fresh = !due.contains_key(key);
+        let slot = due.entry(key.clone()).or_insert(at);
+        *slot = (*slot).max(at);
+        fresh
+    }
+
+    /// Whether `key`'s grace pass is due now (then it is taken), else when.
+    fn take_due(&self, key: &AgentKey) -> Option<Result<(), Instant>> {
+        let mut due = self.due.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = *due.get(key)?;
+        if at <= Instant::now() {
+            due.remove(key);
+            Some(Ok(()))
+        } else {
+            Some(Err(at))
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<AgentKey, bool>> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -111,6 +143,32 @@ impl HostObjects {
             let _ = saga::sweep_orphans(&object, &blobs, &snapshot::key_prefix(key)).await;
         }
         self.collect_later(key);
+        self.collect_after_grace(key);
+    }
+
+    /// One more pass once the grace of what this commit superseded ended.
+    fn collect_after_grace(&self, key: &AgentKey) {
+        let grace = Duration::from_millis(u64::try_from(self.snapshot_grace_ms()).unwrap_or(0));
+        if grace.is_zero()
+            || !self
+                .tidier()
+                .due_at(key, Instant::now() + grace + AFTER_GRACE)
+        {
+            return;
+        }
+        let objects = self.unfenced();
+        let key = key.clone();
+        tokio::spawn(async move {
+            while let Some(due) = objects.tidier().take_due(&key) {
+                match due {
+                    Ok(()) => {
+                        objects.collect_later(&key);
+                        break;
+                    }
+                    Err(at) => tokio::time::sleep_until(at).await,
+                }
+            }
+        });
     }
 
     fn collect_later(&self, key: &AgentKey) {
@@ -137,7 +195,9 @@ impl HostObjects {
     async fn collect_pass(&self, key: &AgentKey) {
         if let Ok(blobs) = self.snapshot_blobs() {
             let (object, prefix) = (self.snapshot_object(key), snapshot::key_prefix(key));
-            let _ = chunk_saga::collect_all(&object, &blobs, &prefix, STEPS_PER_PASS).await;
+            let stale_before = self.snapshot_claims_stale_before();
+            let _ = chunk_saga::collect_all(&object, &blobs, &prefix, stale_before, STEPS_PER_PASS)
+                .await;
         }
     }
 }

@@ -53,7 +53,7 @@ impl Host {
             .args(["--durability", durability])
             // Chunks a killed push uploaded are collectable a second later,
             // so the sweep after the restart can be checked for garbage.
-            .args(["--snapshot-pending-ttl", "1s"])
+            .args(["--snapshot-pending-ttl", "1s", "--snapshot-grace", "0s"])
             .env("STASIS_SECRET", &config.secret)
             .env("STASIS_LOG", "warn")
             .stdin(Stdio::null())

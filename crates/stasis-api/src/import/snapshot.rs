@@ -42,12 +42,13 @@ impl<B: BlobStore> Incoming<B> {
             key_prefix: snapshot::key_prefix(key),
             limit,
             pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
-            clock_slack_ms: objects.snapshot_clock_slack_ms(),
+            stale_before: objects.snapshot_claims_stale_before(),
+            grace_ms: 0,
         };
         let blobs = objects.snapshot_blobs()?;
         let min_chunk_size = blobs.min_split_chunk_size();
         Ok(Self {
-            writer: WholeWriter::for_import(request, size, objects.now_ms(), min_chunk_size),
+            writer: WholeWriter::for_import(request, size, min_chunk_size),
             blobs,
             limit,
         })
@@ -65,8 +66,7 @@ impl<B: BlobStore> Incoming<B> {
         O: Objects + Snapshots<Blobs = B>,
     {
         let object = objects.snapshot_object(key);
-        let now = objects.now_ms();
-        Ok(self.writer.write(&object, &self.blobs, bytes, now).await?)
+        Ok(self.writer.write(&object, &self.blobs, bytes).await?)
     }
 
     /// Every byte came: checks them against the header and hands the

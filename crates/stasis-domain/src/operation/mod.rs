@@ -41,7 +41,7 @@ mod tests {
 
     #[test]
     fn a_snapshot_step_reads_through_the_agent_reply() {
-        let op = snapshot::remove().within(agent::snapshot_call, agent::snapshot_reply);
+        let op = snapshot::remove(0).within(agent::snapshot_call, agent::snapshot_reply);
         let reply = AgentReply::Snapshot(crate::snapshot::SnapshotReply::Removed(Some("k".into())));
         assert_eq!(op.run_with(|_| Ok(reply)).unwrap(), Some("k".to_owned()));
     }

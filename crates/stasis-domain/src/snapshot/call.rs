@@ -2,8 +2,11 @@
 //! sends them to the agent's Durable Object as JSON).
 
 use super::{
-    Committed, Precondition, Reserved, SnapshotMeta, chunk_calls, chunk_table, keys,
-    manifest::Manifest, rules, wire_bytes,
+    Committed, Precondition, Reserved, SnapshotMeta, chunk_calls,
+    chunk_claims::{Claim, Taken, Times},
+    chunk_table, keys,
+    manifest::Manifest,
+    rules, wire_bytes,
 };
 use crate::{DomainError, object_env::ObjectEnv, sql::SqlStore};
 use serde::{Deserialize, Serialize};
@@ -43,6 +46,9 @@ pub enum SnapshotCall {
         inline: Option<Vec<u8>>,
         /// The key of a KV snapshot.
         kv_key: Option<String>,
+        /// How long the superseded version's chunks stay readable (ms).
+        #[serde(default)]
+        grace_ms: i64,
     },
     /// Gives a reservation up (and an import's manifest still being
     /// written under it).
@@ -56,7 +62,11 @@ pub enum SnapshotCall {
         with_bytes: bool,
     },
     /// Drops the current snapshot.
-    Remove,
+    Remove {
+        /// How long its chunks stay readable (ms).
+        #[serde(default)]
+        grace_ms: i64,
+    },
     /// The KV keys a sweep must keep.
     KeysInUse,
     /// Removes every snapshot row (the agent is destroyed or replaced).
@@ -75,18 +85,24 @@ pub enum SnapshotCall {
         #[serde(default = "super::default_pending_ttl")]
         pending_ttl_ms: i64,
     },
-    /// Records chunks KV now holds.
-    RecordChunks {
-        /// Hex sha256 and size of each.
-        chunks: Vec<(String, u64)>,
-        /// When the upload began (ms), to tell it from a collection.
-        started_at: i64,
+    /// Claims chunks for an upload, before their keys are written.
+    ClaimUploads {
+        /// Hex sha256s.
+        chunks: Vec<String>,
         /// How long they are kept while no manifest names them (ms).
         #[serde(default = "super::default_pending_ttl")]
         pending_ttl_ms: i64,
-        /// How far `started_at`'s clock may lag the object's (ms).
-        #[serde(default = "super::default_clock_slack")]
-        clock_slack_ms: i64,
+        /// Collection claims made before this (ms) were abandoned.
+        #[serde(default)]
+        stale_before: i64,
+    },
+    /// Records chunks an upload claimed and KV now holds.
+    RecordChunks {
+        /// Hex sha256 and size of each.
+        chunks: Vec<(String, u64)>,
+        /// How long they are kept while no manifest names them (ms).
+        #[serde(default = "super::default_pending_ttl")]
+        pending_ttl_ms: i64,
     },
     /// Switches the metadata to a manifest whose chunks the store holds.
     CommitManifest {
@@ -104,6 +120,9 @@ pub enum SnapshotCall {
         /// client's manifest never is: its sha256 is only claimed.
         #[serde(default)]
         sha256_from_chunks: bool,
+        /// How long the superseded version's chunks stay readable (ms).
+        #[serde(default)]
+        grace_ms: i64,
     },
     /// The current snapshot as a manifest, with an inline snapshot's bytes
     /// when `with_inline`.
@@ -116,15 +135,20 @@ pub enum SnapshotCall {
         /// Hex sha256.
         chunk: String,
     },
-    /// Takes up to `limit` unreferenced chunks for deletion.
+    /// Takes up to `limit` unreferenced chunks for one collection.
     CollectTake {
         /// The most to take.
         limit: u64,
+        /// Collection claims made before this (ms) were abandoned.
+        #[serde(default)]
+        stale_before: i64,
     },
-    /// The KV keys of these chunks are deleted.
+    /// The KV keys of a collection's chunks are deleted.
     CollectDone {
         /// Hex sha256s.
         chunks: Vec<String>,
+        /// The collection's mark, from [`SnapshotCall::CollectTake`].
+        claim_at: i64,
     },
     /// Takes for deletion the chunks found in KV that have no row.
     ClaimOrphans {
@@ -139,19 +163,16 @@ pub enum SnapshotCall {
         /// How long the mark lasts without another record (ms).
         pending_ttl_ms: i64,
     },
-    /// Records chunks KV now holds and appends them to the import's
-    /// manifest, which names each (so no collection takes them).
+    /// Records chunks an upload claimed and KV now holds, and appends
+    /// them to the import's manifest, which names each (so no collection
+    /// takes them).
     ImportRecord {
         /// From [`SnapshotCall::ImportReserve`].
         version: u64,
         /// Hex sha256 and size of each, in file order.
         chunks: Vec<(String, u64)>,
-        /// When the upload began (ms), to tell it from a collection.
-        started_at: i64,
         /// How long the mark lasts without another record (ms).
         pending_ttl_ms: i64,
-        /// How far `started_at`'s clock may lag the object's (ms).
-        clock_slack_ms: i64,
     },
 }
 
@@ -171,8 +192,12 @@ pub enum SnapshotReply {
     Removed(Option<String>),
     /// Keys in use.
     Keys(Vec<String>),
-    /// Chunks (hex sha256s): missing ones, or ones taken for deletion.
+    /// Chunks (hex sha256s) missing.
     Chunks(Vec<String>),
+    /// What an upload may do with each chunk it claimed.
+    Claims(Vec<Claim>),
+    /// Chunks a collection took.
+    Taken(Taken<String>),
     /// Whether each recorded chunk was new.
     Recorded(Vec<bool>),
     /// The current snapshot as a manifest, if any.
@@ -226,6 +251,7 @@ pub fn execute(
             event_watermark,
             inline,
             kv_key,
+            grace_ms,
         } => {
             rules::check_precondition(store, precondition.as_ref())?;
             // An inline snapshot names no key, so it takes its version now:
@@ -246,6 +272,7 @@ pub fn execute(
                     kv_key: kv_key.as_deref(),
                     chunk_size: None,
                     now_ms: env.now_ms,
+                    readable_until: readable_until(now, *grace_ms),
                 },
             )?;
             SnapshotReply::Committed(Committed {
@@ -276,7 +303,9 @@ pub fn execute(
             };
             SnapshotReply::Located(located)
         }
-        SnapshotCall::Remove => SnapshotReply::Removed(rules::remove(store)?),
+        SnapshotCall::Remove { grace_ms } => {
+            SnapshotReply::Removed(rules::remove(store, readable_until(now, *grace_ms))?)
+        }
         SnapshotCall::KeysInUse => SnapshotReply::Keys(keys::keys_in_use(store, env.now_ms)?),
         SnapshotCall::Wipe => SnapshotReply::Keys(keys::wipe(store)?),
         SnapshotCall::CheckPrecondition { precondition } => {
@@ -287,14 +316,20 @@ pub fn execute(
             chunks,
             pending_ttl_ms,
         } => SnapshotReply::Chunks(chunk_calls::missing(store, chunks, *pending_ttl_ms, now)?),
+        SnapshotCall::ClaimUploads {
+            chunks,
+            pending_ttl_ms,
+            stale_before,
+        } => {
+            let times = claim_times(now, *pending_ttl_ms, *stale_before);
+            SnapshotReply::Claims(chunk_calls::claim_uploads(store, chunks, &times)?)
+        }
         SnapshotCall::RecordChunks {
             chunks,
-            started_at,
             pending_ttl_ms,
-            clock_slack_ms,
         } => {
-            let times = upload_times(now, *started_at, *pending_ttl_ms, *clock_slack_ms);
-            SnapshotReply::Recorded(chunk_calls::record(store, chunks, times)?)
+            let times = claim_times(now, *pending_ttl_ms, 0);
+            SnapshotReply::Recorded(chunk_calls::record(store, chunks, &times)?)
         }
         SnapshotCall::ImportReserve {
             chunk_size,
@@ -308,12 +343,10 @@ pub fn execute(
         SnapshotCall::ImportRecord {
             version,
             chunks,
-            started_at,
             pending_ttl_ms,
-            clock_slack_ms,
         } => {
-            let times = upload_times(now, *started_at, *pending_ttl_ms, *clock_slack_ms);
-            SnapshotReply::Recorded(chunk_calls::import_record(store, *version, chunks, times)?)
+            let times = claim_times(now, *pending_ttl_ms, 0);
+            SnapshotReply::Recorded(chunk_calls::import_record(store, *version, chunks, &times)?)
         }
         SnapshotCall::CommitManifest {
             manifest,
@@ -321,10 +354,13 @@ pub fn execute(
             event_watermark,
             limit,
             sha256_from_chunks,
+            grace_ms,
         } => {
             rules::check_size(manifest.size, *limit)?;
             rules::check_precondition(store, precondition.as_ref())?;
-            let committed = chunk_calls::commit(store, manifest, *event_watermark, now)?;
+            let readable_until = readable_until(now, *grace_ms);
+            let committed =
+                chunk_calls::commit(store, manifest, *event_watermark, now, readable_until)?;
             if *sha256_from_chunks {
                 chunk_table::mark_hashed(store, committed.meta.version)?;
             }
@@ -336,31 +372,39 @@ pub fn execute(
         SnapshotCall::ChunkSource { chunk } => {
             SnapshotReply::ChunkAt(chunk_calls::source(store, chunk)?)
         }
-        SnapshotCall::CollectTake { limit } => {
-            SnapshotReply::Chunks(chunk_calls::collect_take(store, *limit, now)?)
+        SnapshotCall::CollectTake {
+            limit,
+            stale_before,
+        } => {
+            let times = claim_times(now, 0, *stale_before);
+            SnapshotReply::Taken(chunk_calls::collect_take(store, *limit, &times)?)
         }
-        SnapshotCall::CollectDone { chunks } => {
-            chunk_calls::collect_done(store, chunks, now)?;
+        SnapshotCall::CollectDone { chunks, claim_at } => {
+            chunk_calls::collect_done(store, chunks, *claim_at)?;
             SnapshotReply::Done
         }
         SnapshotCall::ClaimOrphans { chunks } => {
-            SnapshotReply::Chunks(chunk_calls::claim_orphans(store, chunks, now)?)
+            SnapshotReply::Taken(chunk_calls::claim_orphans(store, chunks, now)?)
         }
     })
 }
 
-/// The times of an upload recorded at `now`.
-fn upload_times(
-    now: i64,
-    started_at: i64,
-    pending_ttl_ms: i64,
-    clock_slack_ms: i64,
-) -> chunk_table::Times {
-    chunk_table::Times {
-        started_at,
+/// Until when the chunks a version named stay readable once it is
+/// superseded at `now`: with no grace, they may go at once.
+fn readable_until(now: i64, grace_ms: i64) -> i64 {
+    if grace_ms > 0 {
+        now.saturating_add(grace_ms)
+    } else {
+        0
+    }
+}
+
+/// The clock of a claim made at `now`.
+fn claim_times(now: i64, pending_ttl_ms: i64, stale_before: i64) -> Times {
+    Times {
         now_ms: now,
         pending_until: now.saturating_add(pending_ttl_ms),
-        clock_slack_ms: clock_slack_ms.max(0),
+        stale_before,
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::{
     Committed, Reserved, SnapshotMeta, StorageKind,
+    chunk_claims::{self, Claim, Taken, Times},
     chunk_table::{self, parse_all},
     digest::{self, ChunkHash},
     import_chunks,
@@ -64,13 +65,22 @@ pub(super) fn missing(
     Ok(hex_all(&chunk_table::missing(store, &hashes, until)?))
 }
 
-/// Records chunks KV now holds; whether each was new.
+/// Claims chunks for an upload: what it may do with each.
+pub(super) fn claim_uploads(
+    store: &impl SqlStore,
+    chunks: &[String],
+    times: &Times,
+) -> Result<Vec<Claim>, DomainError> {
+    chunk_claims::claim_uploads(store, &parse_all(chunks, "invalid_id")?, times)
+}
+
+/// Records chunks an upload claimed and KV now holds; whether each was new.
 pub(super) fn record(
     store: &impl SqlStore,
     chunks: &[(String, u64)],
-    times: chunk_table::Times,
+    times: &Times,
 ) -> Result<Vec<bool>, DomainError> {
-    chunk_table::record(store, &sized(chunks)?, &times)
+    chunk_claims::record(store, &sized(chunks)?, times)
 }
 
 /// Reserves the version of an import's snapshot: its manifest grows as
@@ -96,9 +106,9 @@ pub(super) fn import_record(
     store: &impl SqlStore,
     version: u64,
     chunks: &[(String, u64)],
-    times: chunk_table::Times,
+    times: &Times,
 ) -> Result<Vec<bool>, DomainError> {
-    import_chunks::record(store, version, &sized(chunks)?, &times, times.pending_until)
+    import_chunks::record(store, version, &sized(chunks)?, times)
 }
 
 /// Hex names with their sizes, parsed.
@@ -111,33 +121,40 @@ fn sized(chunks: &[(String, u64)]) -> Result<Vec<(ChunkHash, u64)>, DomainError>
     Ok(parsed)
 }
 
-/// Takes up to `limit` unreferenced chunks for deletion.
+/// Takes up to `limit` chunks for deletion, for one collection.
 pub(super) fn collect_take(
     store: &impl SqlStore,
     limit: u64,
-    now: i64,
-) -> Result<Vec<String>, DomainError> {
+    times: &Times,
+) -> Result<Taken<String>, DomainError> {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    Ok(hex_all(&chunk_table::collect_take(store, now, limit)?))
+    Ok(hex_taken(chunk_claims::collect_take(store, times, limit)?))
 }
 
-/// The KV keys of these chunks are deleted.
+/// The KV keys of a collection's chunks are deleted.
 pub(super) fn collect_done(
     store: &impl SqlStore,
     chunks: &[String],
-    now: i64,
+    claim_at: i64,
 ) -> Result<(), DomainError> {
-    chunk_table::collect_done(store, &parse_all(chunks, "invalid_id")?, now)
+    chunk_claims::collect_done(store, &parse_all(chunks, "invalid_id")?, claim_at)
 }
 
-/// Takes for deletion the chunks found in KV that have no row.
+/// Takes for deletion the chunks found in KV that no row claims.
 pub(super) fn claim_orphans(
     store: &impl SqlStore,
     chunks: &[String],
     now: i64,
-) -> Result<Vec<String>, DomainError> {
+) -> Result<Taken<String>, DomainError> {
     let hashes = parse_all(chunks, "invalid_id")?;
-    Ok(hex_all(&chunk_table::claim_orphans(store, &hashes, now)?))
+    Ok(hex_taken(chunk_claims::claim_orphans(store, &hashes, now)?))
+}
+
+fn hex_taken(taken: Taken<ChunkHash>) -> Taken<String> {
+    Taken {
+        chunks: hex_all(&taken.chunks),
+        claim_at: taken.claim_at,
+    }
 }
 
 fn hex_all(hashes: &[ChunkHash]) -> Vec<String> {
@@ -151,6 +168,7 @@ pub(super) fn commit(
     manifest: &Manifest,
     event_watermark: Option<u64>,
     now_ms: i64,
+    readable_until: i64,
 ) -> Result<Committed, DomainError> {
     let hashes = parse_all(&manifest.chunks, "invalid_manifest")?;
     let sizes = chunk_table::stored_sizes(store, &chunk_table::distinct(&hashes))?;
@@ -188,6 +206,7 @@ pub(super) fn commit(
             kv_key: None,
             chunk_size: Some(manifest.chunk_size),
             now_ms,
+            readable_until,
         },
     )?;
     Ok(Committed {

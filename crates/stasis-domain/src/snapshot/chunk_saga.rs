@@ -3,35 +3,38 @@
 //! then recorded), the manifest's commit, a chunk's verified read, and the
 //! collection of chunks nothing names any more.
 //!
-//! The order keeps crashes harmless: a chunk is in KV before the object
-//! records it, the object names it in a manifest only once recorded, and a
-//! collection marks a chunk `deleting` before its KV key goes and `gone`
-//! after. A crash leaves at worst KV keys the object has no row for (a
-//! listing sweep claims and deletes them) or rows a later collection
-//! finishes; never a manifest naming a missing chunk.
+//! The order keeps crashes and races harmless: an upload claims a chunk
+//! before its key is written and records it after, the object names it in
+//! a manifest only once recorded, and a collection claims a chunk before
+//! its key goes and drops the row after ([`super::chunk_claims`]). A crash
+//! leaves at worst claims a later upload or collection takes over, or KV
+//! keys no row claims (a listing sweep deletes them); never a manifest
+//! naming a missing chunk.
 
 use super::{
     COLLECT_BATCH, Precondition, SnapshotMeta,
     chunk_calls::{ChunkSource, Plan},
+    chunk_claims::{Claim, Taken},
     chunk_key,
     digest::{CORRUPT, SHA256_MISMATCH},
     manifest::Manifest,
     operations as op,
     ports::{BlobStore, SnapshotObject, fetch_visible},
 };
-use crate::DomainError;
+use crate::{DomainError, Refusal};
 
-/// When an upload began and how long its chunks are kept while no manifest
-/// names them.
+/// How an upload's claims age.
 #[derive(Debug, Clone, Copy)]
 pub struct Upload {
-    /// When the upload began (ms).
-    pub started_at: i64,
     /// How long its chunks are kept uncommitted (ms).
     pub pending_ttl_ms: i64,
-    /// How far the upload's clock may lag the object's (ms).
-    pub clock_slack_ms: i64,
+    /// Collection claims made before this (ms) were abandoned.
+    pub stale_before: i64,
 }
+
+/// How long an upload waits, in all, for collections deleting the chunks
+/// it claims; they take milliseconds, so only a stuck one makes it give up.
+const BUSY_WAITS_MS: [u64; 8] = [5, 10, 20, 40, 80, 160, 320, 640];
 
 /// The chunks of `chunks` the agent's store lacks, once each, in order;
 /// the held ones are kept for `pending_ttl_ms`.
@@ -60,6 +63,10 @@ pub async fn put_chunk(
             format!("the body hashes to {actual}, not to the chunk name {name}"),
         ));
     }
+    let claims = claim(object, blobs, vec![actual.clone()], upload).await?;
+    if claims.first() == Some(&Claim::Held) {
+        return Ok(false);
+    }
     blobs.put(&chunk_key(key_prefix, name), bytes).await?;
     let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     record(object, vec![(actual, size)], upload)
@@ -67,19 +74,40 @@ pub async fn put_chunk(
         .map(|fresh| fresh.first().copied().unwrap_or(false))
 }
 
-/// Records chunks KV holds.
+/// Claims `chunks` for an upload, waiting while a collection deletes any
+/// of them; never answers [`Claim::Busy`].
+pub async fn claim(
+    object: &impl SnapshotObject,
+    blobs: &impl BlobStore,
+    chunks: Vec<String>,
+    upload: Upload,
+) -> Result<Vec<Claim>, DomainError> {
+    for wait in BUSY_WAITS_MS.iter().copied().map(Some).chain([None]) {
+        let step = op::claim_uploads(chunks.clone(), upload.pending_ttl_ms, upload.stale_before);
+        let claims = object.run(step).await?;
+        if !claims.contains(&Claim::Busy) {
+            return Ok(claims);
+        }
+        match wait {
+            Some(ms) => blobs.pause(ms).await,
+            None => break,
+        }
+    }
+    Err(DomainError::Unavailable(Refusal::new(
+        "chunk_being_collected",
+        "a chunk of this upload is being collected as garbage right now; upload it again shortly",
+    )))
+}
+
+/// Records chunks an upload claimed and KV holds.
 pub async fn record(
     object: &impl SnapshotObject,
     chunks: Vec<(String, u64)>,
     upload: Upload,
 ) -> Result<Vec<bool>, DomainError> {
-    let step = op::record_chunks(
-        chunks,
-        upload.started_at,
-        upload.pending_ttl_ms,
-        upload.clock_slack_ms,
-    );
-    object.run(step).await
+    object
+        .run(op::record_chunks(chunks, upload.pending_ttl_ms))
+        .await
 }
 
 /// What a manifest commit asks for.
@@ -96,6 +124,8 @@ pub struct CommitRequest {
     /// Whether the server computed `manifest.sha256` over the chunks' bytes
     /// (a whole-file PUT; never a client's manifest).
     pub sha256_from_chunks: bool,
+    /// How long the superseded version's chunks stay readable (ms).
+    pub grace_ms: i64,
 }
 
 /// Switches the agent to a manifest whose chunks its store holds; then the
@@ -113,6 +143,7 @@ pub async fn commit(
         request.event_watermark,
         request.limit,
         request.sha256_from_chunks,
+        request.grace_ms,
     );
     let committed = object.run(step).await?;
     if let Some(old) = &committed.superseded_key {
@@ -169,15 +200,19 @@ pub fn check_chunk(name: &str, actual: &str, len: usize) -> Result<(), DomainErr
     )))
 }
 
-/// One collection step: up to [`COLLECT_BATCH`] chunks nothing names (and
-/// no upload is about to) are deleted from KV, then marked gone. Returns
-/// how many went.
+/// One collection step: up to [`COLLECT_BATCH`] chunks nothing names (past
+/// their grace, and no upload is about to) are claimed, deleted from KV,
+/// then their rows dropped. Returns how many went. `stale_before`: claims
+/// of other collections made before it were abandoned.
 pub async fn collect(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
     key_prefix: &str,
+    stale_before: i64,
 ) -> Result<u64, DomainError> {
-    let taken = object.run(op::collect_take(COLLECT_BATCH)).await?;
+    let taken = object
+        .run(op::collect_take(COLLECT_BATCH, stale_before))
+        .await?;
     delete_chunks(object, blobs, key_prefix, taken).await
 }
 
@@ -186,15 +221,21 @@ pub(super) async fn delete_chunks(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
     key_prefix: &str,
-    chunks: Vec<String>,
+    taken: Taken<String>,
 ) -> Result<u64, DomainError> {
-    if chunks.is_empty() {
+    if taken.chunks.is_empty() {
         return Ok(0);
     }
-    let keys: Vec<String> = chunks.iter().map(|c| chunk_key(key_prefix, c)).collect();
+    let keys: Vec<String> = taken
+        .chunks
+        .iter()
+        .map(|c| chunk_key(key_prefix, c))
+        .collect();
     blobs.delete_all(&keys).await?;
-    let count = u64::try_from(chunks.len()).unwrap_or(u64::MAX);
-    object.run(op::collect_done(chunks)).await?;
+    let count = u64::try_from(taken.chunks.len()).unwrap_or(u64::MAX);
+    object
+        .run(op::collect_done(taken.chunks, taken.claim_at))
+        .await?;
     Ok(count)
 }
 
@@ -203,11 +244,12 @@ pub async fn collect_all(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
     key_prefix: &str,
+    stale_before: i64,
     max_steps: u32,
 ) -> Result<u64, DomainError> {
     let mut total = 0;
     for _ in 0..max_steps {
-        let went = collect(object, blobs, key_prefix).await?;
+        let went = collect(object, blobs, key_prefix, stale_before).await?;
         total += went;
         if went == 0 {
             break;

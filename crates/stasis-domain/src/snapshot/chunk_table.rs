@@ -1,20 +1,14 @@
 //! The agent object's record of its chunks: which ones KV holds, how many
-//! manifests name each, and which a collection is deleting.
-//!
-//! A chunk's row goes `stored` (KV holds it) → `deleting` (a collection
-//! took it; its KV key is being deleted) → `gone` (a tombstone, kept an
-//! hour). An upload records its chunk only after KV holds it; a record
-//! that meets `deleting`, or a tombstone newer than the upload, is refused
-//! with a 503, since the collection's KV delete may have landed after the
-//! upload's write. Which chunks exist is answered from this table alone,
-//! never from KV.
+//! manifests name each, and the manifests themselves. Which chunks exist is
+//! answered from this table alone, never from KV; who may write or delete a
+//! chunk's key is [`super::chunk_claims`]'.
 
 use super::{
-    PENDING_CHUNK_TTL_MS,
+    chunk_claims::{STORED, keep_until},
     digest::{self, ChunkHash},
 };
 use crate::{
-    DomainError, Refusal, params,
+    DomainError, params,
     sql::{RowExt, SqlStore, SqlValue},
 };
 use std::collections::{HashMap, HashSet};
@@ -48,10 +42,6 @@ pub(super) const STATEMENTS: &[&str] = &[
 /// Bound parameters per statement (Durable Objects allow 100).
 const BATCH: usize = 90;
 
-const STORED: &str = "stored";
-const DELETING: &str = "deleting";
-const GONE: &str = "gone";
-
 /// Parses hex names, refusing a malformed one with `code`.
 pub fn parse_all(hashes: &[String], code: &str) -> Result<Vec<ChunkHash>, DomainError> {
     hashes
@@ -72,7 +62,7 @@ pub fn distinct(hashes: &[ChunkHash]) -> Vec<ChunkHash> {
 
 /// Runs `statement` (whose `{in}` is replaced by a list of placeholders
 /// after `leading` other parameters) over `hashes`, a batch at a time.
-fn each_batch(
+pub(super) fn each_batch(
     store: &impl SqlStore,
     statement: &str,
     leading: &[SqlValue],
@@ -94,7 +84,7 @@ fn each_batch(
     Ok(())
 }
 
-fn hash_of(row: &crate::sql::Row, index: usize) -> Result<ChunkHash, DomainError> {
+pub(super) fn hash_of(row: &crate::sql::Row, index: usize) -> Result<ChunkHash, DomainError> {
     ChunkHash::try_from(row.blob(index)?)
         .map_err(|_| DomainError::Storage("a chunk row's hash is not 32 bytes".into()))
 }
@@ -143,81 +133,6 @@ pub fn missing(
         .collect())
 }
 
-/// When an upload is recorded.
-pub struct Times {
-    /// When the upload began (ms).
-    pub started_at: i64,
-    /// Now (ms).
-    pub now_ms: i64,
-    /// Until when its chunks are kept while no manifest names them.
-    pub pending_until: i64,
-    /// How far `started_at`'s clock may lag this object's: an upload is
-    /// recorded over a tombstone only when it began this much after it.
-    pub clock_slack_ms: i64,
-}
-
-/// Records chunks KV now holds; returns, for each, whether it was new.
-/// Refuses (503) a chunk a collection is deleting or deleted after the
-/// upload began.
-pub fn record(
-    store: &impl SqlStore,
-    chunks: &[(ChunkHash, u64)],
-    times: &Times,
-) -> Result<Vec<bool>, DomainError> {
-    let Times {
-        started_at,
-        now_ms,
-        pending_until,
-        clock_slack_ms,
-    } = *times;
-    let mut fresh = Vec::with_capacity(chunks.len());
-    for (hash, size) in chunks {
-        let row = store.first_row(
-            "SELECT state, changed_at FROM snapshot_chunks WHERE hash = ?1",
-            params![hash.to_vec()],
-        )?;
-        let state = match &row {
-            Some(row) => Some((row.text(0)?.to_owned(), row.int(1)?)),
-            None => None,
-        };
-        match state {
-            Some((state, _)) if state == STORED => {
-                store.run(
-                    "UPDATE snapshot_chunks SET pending_until = MAX(pending_until, ?2)
-                     WHERE hash = ?1",
-                    params![hash.to_vec(), pending_until],
-                )?;
-                fresh.push(false);
-            }
-            Some((state, changed_at))
-                if state == DELETING || changed_at.saturating_add(clock_slack_ms) >= started_at =>
-            {
-                return Err(being_collected(hash));
-            }
-            _ => {
-                store.run(
-                    "INSERT OR REPLACE INTO snapshot_chunks
-                        (hash, size, state, refs, pending_until, changed_at)
-                     VALUES (?1, ?2, ?3, 0, ?4, ?5)",
-                    params![hash.to_vec(), *size, STORED, pending_until, now_ms],
-                )?;
-                fresh.push(true);
-            }
-        }
-    }
-    Ok(fresh)
-}
-
-fn being_collected(hash: &ChunkHash) -> DomainError {
-    DomainError::Unavailable(Refusal::new(
-        "chunk_being_collected",
-        format!(
-            "chunk {} is being collected as garbage right now; upload it again shortly",
-            digest::to_hex(hash)
-        ),
-    ))
-}
-
 /// The size of a chunk the store holds.
 pub fn stored_size(store: &impl SqlStore, hash: &ChunkHash) -> Result<Option<u64>, DomainError> {
     Ok(stored_sizes(store, &[*hash])?.get(hash).copied())
@@ -251,8 +166,14 @@ pub fn reference(store: &impl SqlStore, hashes: &[ChunkHash]) -> Result<(), Doma
     )
 }
 
-/// Drops a manifest row, if any, and its references.
-pub fn drop_manifest(store: &impl SqlStore, version: u64) -> Result<(), DomainError> {
+/// Drops a manifest row, if any, and its references; the chunks no
+/// manifest names any more stay readable until `readable_until` (a reader
+/// of the dropped version may still be reading them).
+pub fn drop_manifest(
+    store: &impl SqlStore,
+    version: u64,
+    readable_until: i64,
+) -> Result<(), DomainError> {
     let Some((_, hashes)) = manifest(store, version)? else {
         return Ok(());
     };
@@ -264,7 +185,9 @@ pub fn drop_manifest(store: &impl SqlStore, version: u64) -> Result<(), DomainEr
         "DELETE FROM snapshot_hashed_manifests WHERE version = ?1",
         params![version],
     )?;
-    adjust_refs(store, &distinct(&hashes), -1)
+    let named = distinct(&hashes);
+    adjust_refs(store, &named, -1)?;
+    keep_until(store, &named, readable_until)
 }
 
 /// Marks a version's manifest as one whose whole-file sha256 this server
@@ -295,7 +218,7 @@ pub fn drop_all_manifests(store: &impl SqlStore) -> Result<(), DomainError> {
         .map(|row| row.uint(0))
         .collect::<Result<_, _>>()?;
     for version in versions {
-        drop_manifest(store, version)?;
+        drop_manifest(store, version, 0)?;
     }
     Ok(())
 }
@@ -331,100 +254,12 @@ pub fn manifest(
     Ok(Some((row.uint(0)?, hashes)))
 }
 
-/// Takes up to `limit` chunks to delete: those a crashed collection left
-/// `deleting`, then stored ones no manifest names whose upload hour has
-/// passed. They are `deleting` from here on.
-pub fn collect_take(
-    store: &impl SqlStore,
-    now_ms: i64,
-    limit: usize,
-) -> Result<Vec<ChunkHash>, DomainError> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = store.execute(
-        "SELECT hash FROM snapshot_chunks
-         WHERE state = ?1 OR (refs = 0 AND state = ?2 AND pending_until < ?3)
-         LIMIT ?4",
-        params![DELETING, STORED, now_ms, limit],
-    )?;
-    let taken = rows
-        .iter()
-        .map(|row| hash_of(row, 0))
-        .collect::<Result<Vec<_>, _>>()?;
-    each_batch(
-        store,
-        "UPDATE snapshot_chunks SET state = ?1, changed_at = ?2 WHERE hash IN ({in})",
-        &[SqlValue::from(DELETING), SqlValue::from(now_ms)],
-        &taken,
-        |_| Ok(()),
-    )?;
-    Ok(taken)
-}
-
-/// Marks chunks whose KV keys are deleted as gone, and forgets tombstones
-/// older than the pending hour.
-pub fn collect_done(
-    store: &impl SqlStore,
-    hashes: &[ChunkHash],
-    now_ms: i64,
-) -> Result<(), DomainError> {
-    each_batch(
-        store,
-        "UPDATE snapshot_chunks SET state = ?1, changed_at = ?2
-         WHERE state = ?3 AND hash IN ({in})",
-        &[
-            SqlValue::from(GONE),
-            SqlValue::from(now_ms),
-            SqlValue::from(DELETING),
-        ],
-        hashes,
-        |_| Ok(()),
-    )?;
-    store.run(
-        "DELETE FROM snapshot_chunks WHERE state = ?1 AND changed_at < ?2",
-        params![GONE, now_ms.saturating_sub(PENDING_CHUNK_TTL_MS)],
-    )?;
-    Ok(())
-}
-
-/// Of chunk keys found in KV, takes for deletion those the table has no
-/// live row for: none at all, or a tombstone (left by a crash between an
-/// upload's KV write and its record).
-pub fn claim_orphans(
-    store: &impl SqlStore,
-    hashes: &[ChunkHash],
-    now_ms: i64,
-) -> Result<Vec<ChunkHash>, DomainError> {
-    let mut known = HashSet::new();
-    each_batch(
-        store,
-        "SELECT hash FROM snapshot_chunks WHERE state != ?1 AND hash IN ({in})",
-        &[SqlValue::from(GONE)],
-        hashes,
-        |row| {
-            known.insert(hash_of(row, 0)?);
-            Ok(())
-        },
-    )?;
-    let orphans: Vec<ChunkHash> = distinct(hashes)
-        .into_iter()
-        .filter(|h| !known.contains(h))
-        .collect();
-    for hash in &orphans {
-        store.run(
-            "INSERT OR REPLACE INTO snapshot_chunks
-                (hash, size, state, refs, pending_until, changed_at)
-             VALUES (?1, 0, ?2, 0, 0, ?3)",
-            params![hash.to_vec(), DELETING, now_ms],
-        )?;
-    }
-    Ok(orphans)
-}
-
 /// Every chunk goes to collection at once (the agent is destroyed).
 pub fn release_all(store: &impl SqlStore) -> Result<(), DomainError> {
+    // An upload in flight keeps its claim: its row goes once abandoned.
     store.run(
-        "UPDATE snapshot_chunks SET refs = 0, pending_until = 0",
-        Vec::new(),
+        "UPDATE snapshot_chunks SET refs = 0, pending_until = 0 WHERE state = ?1",
+        params![STORED],
     )?;
     Ok(())
 }

@@ -12,7 +12,8 @@
 //! is dropped, and its chunks are collected like any others nothing names.
 
 use super::{
-    chunk_table::{self, Times},
+    chunk_claims::{self, Times},
+    chunk_table,
     digest::ChunkHash,
 };
 use crate::{
@@ -43,20 +44,21 @@ pub fn reserve(
     Ok(version)
 }
 
-/// Records chunks KV now holds and appends them to import manifest
-/// `version`, each named once by it; the mark is kept until `expires_at`.
-/// Refused (409 `import_superseded`) once the mark went: the import ended.
+/// Records chunks an upload claimed and KV now holds, and appends them to
+/// import manifest `version`, each named once by it; the mark is kept for
+/// the pending time. Refused (409 `import_superseded`) once the mark went:
+/// the import ended.
 pub fn record(
     store: &impl SqlStore,
     version: u64,
     chunks: &[(ChunkHash, u64)],
     times: &Times,
-    expires_at: i64,
 ) -> Result<Vec<bool>, DomainError> {
     if !is_marked(store, version)? {
         return Err(superseded(version));
     }
-    let fresh = chunk_table::record(store, chunks, times)?;
+    let expires_at = times.pending_until;
+    let fresh = chunk_claims::record(store, chunks, times)?;
     let (_, mut hashes) =
         chunk_table::manifest(store, version)?.ok_or_else(|| superseded(version))?;
     let named: HashSet<ChunkHash> = hashes.iter().copied().collect();
@@ -101,7 +103,7 @@ pub fn release(store: &impl SqlStore, version: u64, count: u64) -> Result<u64, D
 pub fn abandon(store: &impl SqlStore, version: u64) -> Result<(), DomainError> {
     if is_marked(store, version)? {
         unmark(store, version)?;
-        chunk_table::drop_manifest(store, version)?;
+        chunk_table::drop_manifest(store, version, 0)?;
     }
     Ok(())
 }

@@ -29,6 +29,7 @@
 
 mod call;
 pub mod chunk_calls;
+pub mod chunk_claims;
 pub mod chunk_saga;
 mod chunk_table;
 mod digest;
@@ -66,11 +67,16 @@ pub const PENDING_CHUNK_TTL_MS: i64 = 60 * 60 * 1000;
 /// The most chunks one collection step deletes (Workers KV allows 1,000
 /// operations per invocation).
 pub const COLLECT_BATCH: u64 = 200;
-/// How far the clock of the process that uploads chunks may lag the agent
-/// object's unless the runtime knows better: a recorded upload that began
-/// less than this after a collection deleted the chunk is refused. The
-/// host reads one clock for both and uses 0.
-pub const DEFAULT_CLOCK_SLACK_MS: i64 = 1_000;
+/// How long a collection's claim on its chunks lasts unless the runtime
+/// knows better: a claim older than this belongs to a collection that died
+/// (on the edge, an invocation cut short), and the next collection or
+/// upload takes it over. A collection step deletes at most
+/// [`COLLECT_BATCH`] keys, which takes well under a second.
+pub const DEFAULT_CLAIM_LEASE_MS: i64 = 30_000;
+/// How long a superseded (or deleted) version's chunks stay readable
+/// unless configured otherwise, so that a reader of that version is never
+/// cut: then they are collected.
+pub const DEFAULT_CHUNK_GRACE_MS: i64 = 5 * 60 * 1000;
 /// Snapshots up to this size are stored inline unless configured otherwise.
 pub const DEFAULT_INLINE_LIMIT: u64 = 1_048_576;
 /// The inline limit may not pass this: a Durable Object SQL row holds at
@@ -184,9 +190,13 @@ pub struct PutRequest {
     /// How long chunks written but not yet committed are kept (ms).
     #[serde(default = "default_pending_ttl")]
     pub pending_ttl_ms: i64,
-    /// See [`DEFAULT_CLOCK_SLACK_MS`].
-    #[serde(default = "default_clock_slack")]
-    pub clock_slack_ms: i64,
+    /// Collection claims made before this (ms) were abandoned (see
+    /// [`chunk_claims`]).
+    #[serde(default)]
+    pub stale_before: i64,
+    /// How long the superseded version's chunks stay readable (ms).
+    #[serde(default)]
+    pub grace_ms: i64,
 }
 
 fn default_limit() -> u64 {
@@ -195,10 +205,6 @@ fn default_limit() -> u64 {
 
 fn default_pending_ttl() -> i64 {
     PENDING_CHUNK_TTL_MS
-}
-
-fn default_clock_slack() -> i64 {
-    DEFAULT_CLOCK_SLACK_MS
 }
 
 /// The KV key of one of an agent's chunks.

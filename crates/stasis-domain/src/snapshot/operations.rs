@@ -6,6 +6,7 @@
 use super::{
     Committed, Located, Precondition, Reserved, SnapshotCall, SnapshotReply,
     chunk_calls::{ChunkSource, Plan},
+    chunk_claims::{Claim, Taken},
     manifest::Manifest,
 };
 use crate::typed_operation::{Operation, operations};
@@ -23,6 +24,7 @@ operations! {
         = C::Reserve { size, precondition, inline_limit, key_prefix, limit },
           R::Reserved(reserved) => reserved;
     /// Switches the metadata to the reserved version, re-checking `If-Match`.
+    #[allow(clippy::too_many_arguments, reason = "one argument per field of the call it builds")]
     commit(
         version: u64,
         sha256: String,
@@ -31,8 +33,9 @@ operations! {
         event_watermark: Option<u64>,
         inline: Option<Vec<u8>>,
         kv_key: Option<String>,
+        grace_ms: i64,
     ) -> Committed
-        = C::Commit { version, sha256, size, precondition, event_watermark, inline, kv_key },
+        = C::Commit { version, sha256, size, precondition, event_watermark, inline, kv_key, grace_ms },
           R::Committed(committed) => committed;
     /// Gives a reservation up.
     abandon(version: u64) -> ()
@@ -41,8 +44,8 @@ operations! {
     locate(with_bytes: bool) -> Option<Located>
         = C::Locate { with_bytes }, R::Located(located) => located;
     /// Drops the current snapshot; the KV key it had, if any.
-    remove() -> Option<String>
-        = C::Remove, R::Removed(key) => key;
+    remove(grace_ms: i64) -> Option<String>
+        = C::Remove { grace_ms }, R::Removed(key) => key;
     /// The KV keys a sweep must keep.
     keys_in_use() -> Vec<String>
         = C::KeysInUse, R::Keys(keys) => keys;
@@ -55,22 +58,24 @@ operations! {
     /// Which of these chunks the store lacks.
     missing(chunks: Vec<String>, pending_ttl_ms: i64) -> Vec<String>
         = C::Missing { chunks, pending_ttl_ms }, R::Chunks(missing) => missing;
-    /// Records chunks KV now holds; whether each was new.
-    record_chunks(chunks: Vec<(String, u64)>, started_at: i64, pending_ttl_ms: i64, clock_slack_ms: i64) -> Vec<bool>
-        = C::RecordChunks { chunks, started_at, pending_ttl_ms, clock_slack_ms },
-          R::Recorded(fresh) => fresh;
+    /// Claims chunks for an upload before their keys are written.
+    claim_uploads(chunks: Vec<String>, pending_ttl_ms: i64, stale_before: i64) -> Vec<Claim>
+        = C::ClaimUploads { chunks, pending_ttl_ms, stale_before }, R::Claims(claims) => claims;
+    /// Records chunks an upload claimed and KV now holds; whether each was
+    /// new.
+    record_chunks(chunks: Vec<(String, u64)>, pending_ttl_ms: i64) -> Vec<bool>
+        = C::RecordChunks { chunks, pending_ttl_ms }, R::Recorded(fresh) => fresh;
     /// Reserves an import's snapshot version; its manifest grows as chunks
     /// are recorded.
     import_reserve(chunk_size: u64, pending_ttl_ms: i64) -> Reserved
         = C::ImportReserve { chunk_size, pending_ttl_ms }, R::Reserved(reserved) => reserved;
     /// Records chunks KV now holds into the import's manifest; whether each
     /// was new.
-    import_record(version: u64, chunks: Vec<(String, u64)>, started_at: i64, pending_ttl_ms: i64, clock_slack_ms: i64) -> Vec<bool>
-        = C::ImportRecord { version, chunks, started_at, pending_ttl_ms, clock_slack_ms },
-          R::Recorded(fresh) => fresh;
+    import_record(version: u64, chunks: Vec<(String, u64)>, pending_ttl_ms: i64) -> Vec<bool>
+        = C::ImportRecord { version, chunks, pending_ttl_ms }, R::Recorded(fresh) => fresh;
     /// Switches the metadata to a manifest whose chunks the store holds.
-    commit_manifest(manifest: Manifest, precondition: Option<Precondition>, event_watermark: Option<u64>, limit: u64, sha256_from_chunks: bool) -> Committed
-        = C::CommitManifest { manifest, precondition, event_watermark, limit, sha256_from_chunks },
+    commit_manifest(manifest: Manifest, precondition: Option<Precondition>, event_watermark: Option<u64>, limit: u64, sha256_from_chunks: bool, grace_ms: i64) -> Committed
+        = C::CommitManifest { manifest, precondition, event_watermark, limit, sha256_from_chunks, grace_ms },
           R::Committed(committed) => committed;
     /// The current snapshot as a manifest.
     plan(with_inline: bool) -> Option<Plan>
@@ -79,12 +84,12 @@ operations! {
     chunk_source(chunk: String) -> Option<ChunkSource>
         = C::ChunkSource { chunk }, R::ChunkAt(source) => source;
     /// Takes up to `limit` unreferenced chunks for deletion.
-    collect_take(limit: u64) -> Vec<String>
-        = C::CollectTake { limit }, R::Chunks(taken) => taken;
-    /// The KV keys of these chunks are deleted.
-    collect_done(chunks: Vec<String>) -> ()
-        = C::CollectDone { chunks }, R::Done => ();
-    /// Takes for deletion the chunks found in KV that have no row.
-    claim_orphans(chunks: Vec<String>) -> Vec<String>
-        = C::ClaimOrphans { chunks }, R::Chunks(claimed) => claimed;
+    collect_take(limit: u64, stale_before: i64) -> Taken<String>
+        = C::CollectTake { limit, stale_before }, R::Taken(taken) => taken;
+    /// The KV keys of a collection's chunks are deleted.
+    collect_done(chunks: Vec<String>, claim_at: i64) -> ()
+        = C::CollectDone { chunks, claim_at }, R::Done => ();
+    /// Takes for deletion the chunks found in KV that no row claims.
+    claim_orphans(chunks: Vec<String>) -> Taken<String>
+        = C::ClaimOrphans { chunks }, R::Taken(claimed) => claimed;
 }

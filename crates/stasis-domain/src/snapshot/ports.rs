@@ -41,26 +41,6 @@ pub trait BlobStore {
     /// Waits `ms` milliseconds.
     fn pause(&self, ms: u64) -> impl Future<Output = ()>;
 
-    /// Stores `value` under `key` as part of a batch that
-    /// [`BlobStore::settle`] makes durable (and, on a store that needs it,
-    /// visible) all at once: until then nothing may rely on it. A store
-    /// whose writes cost little apart keeps the default, a plain
-    /// [`BlobStore::put`]. The value is handed over, so that a store that
-    /// writes it elsewhere need not copy it.
-    fn put_batched(
-        &self,
-        key: &str,
-        value: Vec<u8>,
-    ) -> impl Future<Output = Result<(), DomainError>> {
-        async move { self.put(key, &value).await }
-    }
-
-    /// Makes every value this handle stored with [`BlobStore::put_batched`]
-    /// since the last settle durable and visible under its key.
-    fn settle(&self) -> impl Future<Output = Result<(), DomainError>> {
-        async { Ok(()) }
-    }
-
     /// Removes every key of `keys`; missing keys are fine.
     fn delete_all(&self, keys: &[String]) -> impl Future<Output = Result<(), DomainError>> {
         async move {
@@ -80,25 +60,56 @@ pub trait BlobStore {
     }
 
     /// Takes a whole-file PUT's next chunk: feeds it to the file's running
-    /// hash `whole` and stores it under its name (its sha256:
-    /// `chunk_key(key_prefix, name)`) in the batch [`BlobStore::settle`]
-    /// ends, which the name is known by. A runtime with cores to spare
-    /// hashes and writes in the background, so that the body keeps
-    /// arriving meanwhile, and may carry `whole` on elsewhere: only
-    /// [`BlobStore::finish_whole`] ends it.
-    fn put_chunk(
+    /// hash `whole` and stages it under its name (its sha256), NOT visible
+    /// under its key until [`BlobStore::publish`]: the chunk's name must be
+    /// claimed from the agent's object in between, so that no collection
+    /// deletes the key after it is written. The default holds the bytes in
+    /// the returned chunk. A runtime with cores to spare hashes and stages
+    /// in the background, so that the body keeps arriving meanwhile, and may
+    /// carry `whole` on elsewhere: only [`BlobStore::finish_whole`] ends it.
+    fn stage_chunk(
         &self,
         key_prefix: &str,
         whole: &mut RunningHash,
         chunk: Vec<u8>,
-    ) -> impl Future<Output = Result<ChunkName, DomainError>> {
+    ) -> impl Future<Output = Result<StagedChunk, DomainError>> {
+        let _ = key_prefix;
         async move {
             whole.update(&chunk);
             let name = self.sha256_hex(&chunk).await;
-            self.put_batched(&chunk_key(key_prefix, &name), chunk)
-                .await?;
-            Ok(ChunkName::known(name))
+            Ok(StagedChunk::held(name, chunk))
         }
+    }
+
+    /// Waits until every chunk this handle staged is named (and, where the
+    /// store stages them durably, written there).
+    fn staged_names(&self) -> impl Future<Output = Result<(), DomainError>> {
+        async { Ok(()) }
+    }
+
+    /// Makes staged chunks durable and visible under their keys
+    /// (`chunk_key(key_prefix, name)`): the default writes the bytes each
+    /// holds (none for a chunk [`StagedChunk::skip`]ped); a store that
+    /// staged them elsewhere puts every chunk it staged in place.
+    fn publish(
+        &self,
+        key_prefix: &str,
+        chunks: Vec<StagedChunk>,
+    ) -> impl Future<Output = Result<(), DomainError>> {
+        async move {
+            for chunk in chunks {
+                if let (Some(name), Some(bytes)) = (chunk.name.get(), &chunk.bytes) {
+                    self.put(&chunk_key(key_prefix, name), bytes).await?;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// The most bytes a whole-file PUT stages before it claims, publishes
+    /// and records them (the default holds them in memory).
+    fn max_staged_bytes(&self) -> u64 {
+        16 * 1024 * 1024
     }
 
     /// The lowercase hex sha256 of every byte fed to `whole`, by the caller
@@ -119,10 +130,46 @@ pub trait BlobStore {
     }
 }
 
+/// A whole-file PUT's chunk as [`BlobStore::stage_chunk`] staged it.
+#[derive(Debug, Clone)]
+pub struct StagedChunk {
+    /// Its name, known once [`BlobStore::staged_names`] returned.
+    pub name: ChunkName,
+    /// Its size.
+    pub size: u64,
+    /// Its bytes, where the store holds them here until they are published.
+    bytes: Option<Vec<u8>>,
+}
+
+impl StagedChunk {
+    /// A chunk whose bytes are held here until published.
+    pub fn held(name: String, bytes: Vec<u8>) -> Self {
+        Self {
+            name: ChunkName::known(name),
+            size: u64::try_from(bytes.len()).unwrap_or(u64::MAX),
+            bytes: Some(bytes),
+        }
+    }
+
+    /// A chunk the store staged elsewhere.
+    pub fn elsewhere(name: ChunkName, size: u64) -> Self {
+        Self {
+            name,
+            size,
+            bytes: None,
+        }
+    }
+
+    /// Leaves the chunk unwritten (the store holds it already).
+    pub fn skip(&mut self) {
+        self.bytes = None;
+    }
+}
+
 /// A chunk's name (the lowercase hex sha256 of its bytes) as
-/// [`BlobStore::put_chunk`] hands it over: known at once, or set by the
-/// store where it hashes in the background, at the latest when the batch
-/// the chunk went in is settled.
+/// [`BlobStore::stage_chunk`] hands it over: known at once, or set by the
+/// store where it hashes in the background, at the latest when
+/// [`BlobStore::staged_names`] returns.
 #[derive(Debug, Clone, Default)]
 pub struct ChunkName(Arc<OnceLock<String>>);
 

@@ -145,6 +145,8 @@ pub struct Switch<'a> {
     pub chunk_size: Option<u64>,
     /// ms since the epoch.
     pub now_ms: i64,
+    /// Until when the superseded version's chunks stay readable.
+    pub readable_until: i64,
 }
 
 /// Points the metadata at the new version in one step and returns the new
@@ -157,7 +159,7 @@ pub fn switch(
     if let Some((old, _)) = &previous
         && old.version != new.version
     {
-        chunk_table::drop_manifest(store, old.version)?;
+        chunk_table::drop_manifest(store, old.version, new.readable_until)?;
     }
     let superseded = previous.and_then(|(_, key)| key);
     let storage = if new.chunk_size.is_some() {
@@ -220,22 +222,24 @@ pub fn release(store: &impl SqlStore, version: u64) -> Result<(), DomainError> {
     Ok(())
 }
 
-/// Drops the current snapshot; returns its KV key, if it had one.
-pub fn remove(store: &impl SqlStore) -> Result<Option<String>, DomainError> {
+/// Drops the current snapshot (its chunks readable until
+/// `readable_until`); returns its KV key, if it had one.
+pub fn remove(store: &impl SqlStore, readable_until: i64) -> Result<Option<String>, DomainError> {
     let Some((_, key)) = current(store)? else {
         return Err(DomainError::NotFound(Refusal::new(
             "snapshot_not_found",
             "the agent has no snapshot",
         )));
     };
-    clear_current(store)?;
+    clear_current(store, readable_until)?;
     Ok(key)
 }
 
-/// Drops the current snapshot's rows and its manifest's references.
-pub fn clear_current(store: &impl SqlStore) -> Result<(), DomainError> {
+/// Drops the current snapshot's rows and its manifest's references (its
+/// chunks readable until `readable_until`).
+pub fn clear_current(store: &impl SqlStore, readable_until: i64) -> Result<(), DomainError> {
     if let Some((meta, _)) = current(store)? {
-        chunk_table::drop_manifest(store, meta.version)?;
+        chunk_table::drop_manifest(store, meta.version, readable_until)?;
     }
     store.run("DELETE FROM snapshot_meta", Vec::new())?;
     store.run("DELETE FROM snapshot_inline", Vec::new())?;

@@ -39,6 +39,7 @@ pub async fn put(
             request.event_watermark,
             written.reserved.kv_key.is_none().then(|| body.to_vec()),
             written.reserved.kv_key.clone(),
+            request.grace_ms,
         ))
         .await;
     let committed = match committed {
@@ -217,21 +218,30 @@ fn verify(meta: &SnapshotMeta, bytes: &[u8], actual: &str) -> Result<(), DomainE
     )))
 }
 
+/// How a deletion ages the chunks it leaves unnamed.
+#[derive(Debug, Clone, Copy)]
+pub struct Aging {
+    /// How long they stay readable (ms).
+    pub grace_ms: i64,
+    /// Collection claims made before this (ms) were abandoned.
+    pub stale_before: i64,
+}
+
 /// Deletes the current snapshot and its KV key, then collects the chunks
-/// nothing names any more.
+/// nothing names any more whose grace has passed.
 pub async fn delete(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
     key_prefix: &str,
+    aging: Aging,
 ) -> Result<(), DomainError> {
-    if let Some(key) = object.run(op::remove()).await? {
+    if let Some(key) = object.run(op::remove(aging.grace_ms)).await? {
         // Once the metadata is gone a leftover key is an orphan the sweep
         // removes; report the failure all the same.
         blobs.delete(&key).await?;
     }
-    // The chunks only the deleted manifest named go now; a failure leaves
-    // them to the next collection.
-    let _ = chunk_saga::collect(object, blobs, key_prefix).await;
+    // A failure leaves them to the next collection.
+    let _ = chunk_saga::collect(object, blobs, key_prefix, aging.stale_before).await;
     Ok(())
 }
 
@@ -243,18 +253,16 @@ pub async fn sweep(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
     prefix: &str,
+    stale_before: i64,
 ) -> Result<u32, DomainError> {
     let removed = sweep_orphans(object, blobs, prefix).await?;
-    let collected = chunk_saga::collect_all(object, blobs, prefix, 1_000).await?;
+    let collected = chunk_saga::collect_all(object, blobs, prefix, stale_before, 1_000).await?;
     Ok(removed.saturating_add(u32::try_from(collected).unwrap_or(u32::MAX)))
 }
 
 /// The listing half of [`sweep`]: the KV keys under `prefix` with no row
-/// and no put in flight naming them go. A chunk an upload has written but
-/// not yet recorded has no row either, so a sweep beside the agent's next
-/// upload could take it (the upload is then refused with 503
-/// `chunk_being_collected`): it runs where the agent's requests are
-/// sequential, at the end of a whole-file PUT before its answer.
+/// and no put in flight naming them go. Every upload claims its chunk's
+/// row before it writes the key, so an upload in flight is never taken.
 pub async fn sweep_orphans(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
@@ -308,12 +316,13 @@ pub async fn wipe(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
     key_prefix: &str,
+    stale_before: i64,
     max_steps: u32,
 ) -> Result<(), DomainError> {
     for key in object.run(op::wipe()).await? {
         blobs.delete(&key).await?;
     }
-    chunk_saga::collect_all(object, blobs, key_prefix, max_steps)
+    chunk_saga::collect_all(object, blobs, key_prefix, stale_before, max_steps)
         .await
         .map(drop)
 }

@@ -85,7 +85,7 @@ pub fn clear(store: &impl SqlStore) -> Result<(), DomainError> {
     if let Some(staged) = load(store)?
         && staged.chunk_size.is_some()
     {
-        chunk_table::drop_manifest(store, staged.version)?;
+        chunk_table::drop_manifest(store, staged.version, 0)?;
     }
     import_chunks::abandon_all(store)?;
     forget(store)
@@ -101,7 +101,9 @@ fn forget(store: &impl SqlStore) -> Result<(), DomainError> {
 /// agent now has a snapshot. The superseded KV key is left for a sweep.
 pub fn commit(store: &impl SqlStore, now_ms: i64) -> Result<bool, DomainError> {
     let staged = load(store)?;
-    rules::clear_current(store)?;
+    // An import replaces the agent whole: the old version's readers are
+    // not waited for.
+    rules::clear_current(store, 0)?;
     // The staged manifest becomes current: only the row goes.
     forget(store)?;
     import_chunks::abandon_all(store)?;
@@ -123,6 +125,7 @@ pub fn commit(store: &impl SqlStore, now_ms: i64) -> Result<bool, DomainError> {
             kv_key: staged.kv_key.as_deref(),
             chunk_size: staged.chunk_size,
             now_ms,
+            readable_until: 0,
         },
     )?;
     Ok(true)

@@ -1,43 +1,41 @@
 //! The whole-file PUT and GET over chunked storage, a piece at a time so
 //! that memory does not grow with the snapshot: the writer splits the body
-//! into chunks as it arrives (each hashed, written to KV, and recorded in
-//! batches) and commits their manifest at the end, or, for an import,
+//! into chunks as it arrives (each hashed and staged; a batch at a time
+//! claimed from the agent's object, published under its key, and recorded)
+//! and commits their manifest at the end, or, for an import,
 //! stages it for the import's commit ([`WholeWriter::for_import`]); the
 //! reader hands out the chunks in order, each verified, and verifies the
 //! whole file's sha256 before it hands out the last one.
 
 use super::{
     MAX_INLINE_LIMIT, PutRequest, SnapshotMeta, StagedSnapshot,
+    chunk_claims::Claim,
     chunk_saga::{self, CommitRequest},
     digest::{RunningHash, SHA256_MISMATCH},
     manifest::{Manifest, server_chunk_size},
     operations as snapshot_op,
-    ports::{BlobStore, ChunkName, SnapshotObject},
+    ports::{BlobStore, SnapshotObject, StagedChunk},
     rules, saga,
 };
 use crate::DomainError;
 
 pub use super::whole_reader::{WholeReader, read_chunk};
 
-/// Chunks written to KV before the object records them, at most...
+/// Chunks staged before they are claimed, published and recorded, at
+/// most (and at most the store's [`BlobStore::max_staged_bytes`]).
 const RECORD_BATCH: usize = 64;
-/// ...and their bytes: a store that splits into larger chunks settles as
-/// often per byte as one of 1 MiB chunks.
-const RECORD_BATCH_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A whole-file PUT in progress.
 pub struct WholeWriter {
     request: PutRequest,
     chunk_size: usize,
-    started_at: i64,
     buffer: Vec<u8>,
     whole: RunningHash,
     size: u64,
     /// The recorded chunks' names, in order.
     chunks: Vec<String>,
-    /// The chunks written since the last record, their names known once
-    /// their batch is settled.
-    unrecorded: Vec<(ChunkName, u64)>,
+    /// The chunks staged since the last record.
+    unrecorded: Vec<StagedChunk>,
     target: Target,
 }
 
@@ -52,20 +50,14 @@ enum Target {
 }
 
 impl WholeWriter {
-    /// A writer for a body of `size_hint` bytes, if known, that began at
-    /// `started_at` (ms), into chunks of at least `min_chunk_size` bytes
-    /// (the store's [`BlobStore::min_split_chunk_size`]).
-    pub fn new(
-        request: PutRequest,
-        size_hint: Option<u64>,
-        started_at: i64,
-        min_chunk_size: u64,
-    ) -> Self {
+    /// A writer for a body of `size_hint` bytes, if known, into chunks of
+    /// at least `min_chunk_size` bytes (the store's
+    /// [`BlobStore::min_split_chunk_size`]).
+    pub fn new(request: PutRequest, size_hint: Option<u64>, min_chunk_size: u64) -> Self {
         let chunk_size = server_chunk_size(size_hint, request.limit, min_chunk_size);
         Self {
             request,
             chunk_size: usize::try_from(chunk_size).unwrap_or(usize::MAX),
-            started_at,
             buffer: Vec::new(),
             whole: RunningHash::default(),
             size: 0,
@@ -78,15 +70,10 @@ impl WholeWriter {
     /// A writer of an import's snapshot: its chunks are named by a manifest
     /// being written (so no collection takes them while the import lasts)
     /// and [`Self::stage`] hands it to the import instead of committing.
-    pub fn for_import(
-        request: PutRequest,
-        size_hint: Option<u64>,
-        started_at: i64,
-        min_chunk_size: u64,
-    ) -> Self {
+    pub fn for_import(request: PutRequest, size_hint: Option<u64>, min_chunk_size: u64) -> Self {
         Self {
             target: Target::Import(None),
-            ..Self::new(request, size_hint, started_at, min_chunk_size)
+            ..Self::new(request, size_hint, min_chunk_size)
         }
     }
 
@@ -95,19 +82,13 @@ impl WholeWriter {
         self.size
     }
 
-    /// Takes the next bytes of the body, arriving at `now_ms`.
+    /// Takes the next bytes of the body.
     pub async fn write(
         &mut self,
         object: &impl SnapshotObject,
         blobs: &impl BlobStore,
         mut data: &[u8],
-        now_ms: i64,
     ) -> Result<(), DomainError> {
-        if self.unrecorded.is_empty() {
-            // The batch's uploads begin no earlier than now: a chunk a
-            // collection deleted before then may be written again.
-            self.started_at = now_ms;
-        }
         self.size += u64::try_from(data.len()).unwrap_or(u64::MAX);
         rules::check_size(self.size, self.request.limit)?;
         while !data.is_empty() {
@@ -132,32 +113,42 @@ impl WholeWriter {
         blobs: &impl BlobStore,
     ) -> Result<(), DomainError> {
         let bytes = std::mem::take(&mut self.buffer);
-        let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-        // Hashed and written in the background where the store can.
-        let name = blobs
-            .put_chunk(&self.request.key_prefix, &mut self.whole, bytes)
+        // Hashed and staged in the background where the store can.
+        let staged = blobs
+            .stage_chunk(&self.request.key_prefix, &mut self.whole, bytes)
             .await?;
-        self.unrecorded.push((name, size));
-        let unrecorded_bytes: u64 = self.unrecorded.iter().map(|(_, size)| size).sum();
-        if self.unrecorded.len() >= RECORD_BATCH || unrecorded_bytes >= RECORD_BATCH_BYTES {
+        self.unrecorded.push(staged);
+        let unrecorded_bytes: u64 = self.unrecorded.iter().map(|chunk| chunk.size).sum();
+        if self.unrecorded.len() >= RECORD_BATCH || unrecorded_bytes >= blobs.max_staged_bytes() {
             self.record(object, blobs).await?;
         }
         Ok(())
     }
 
-    /// Makes the batch's chunks durable together, then records them.
+    /// Claims the staged chunks' names, makes them durable and visible
+    /// together, then records them.
     async fn record(
         &mut self,
         object: &impl SnapshotObject,
         blobs: &impl BlobStore,
     ) -> Result<(), DomainError> {
-        blobs.settle().await?;
-        let batch = self.take_named()?;
+        blobs.staged_names().await?;
+        let mut staged = std::mem::take(&mut self.unrecorded);
+        let batch = named(&staged)?;
         let upload = chunk_saga::Upload {
-            started_at: self.started_at,
             pending_ttl_ms: self.request.pending_ttl_ms,
-            clock_slack_ms: self.request.clock_slack_ms,
+            stale_before: self.request.stale_before,
         };
+        let names = batch.iter().map(|(name, _)| name.clone()).collect();
+        let claims = chunk_saga::claim(object, blobs, names, upload).await?;
+        for (chunk, claim) in staged.iter_mut().zip(&claims) {
+            if *claim == Claim::Held {
+                chunk.skip();
+            }
+        }
+        blobs.publish(&self.request.key_prefix, staged).await?;
+        self.chunks
+            .extend(batch.iter().map(|(name, _)| name.clone()));
         match self.target {
             Target::Commit => chunk_saga::record(object, batch, upload).await.map(drop),
             Target::Import(version) => {
@@ -165,33 +156,10 @@ impl WholeWriter {
                     Some(version) => version,
                     None => self.reserve_import(object).await?,
                 };
-                let record = snapshot_op::import_record(
-                    version,
-                    batch,
-                    upload.started_at,
-                    upload.pending_ttl_ms,
-                    upload.clock_slack_ms,
-                );
+                let record = snapshot_op::import_record(version, batch, upload.pending_ttl_ms);
                 object.run(record).await.map(drop)
             }
         }
-    }
-
-    /// The settled batch's chunks with their names, which join the
-    /// recorded ones.
-    fn take_named(&mut self) -> Result<Vec<(String, u64)>, DomainError> {
-        let batch = std::mem::take(&mut self.unrecorded)
-            .into_iter()
-            .map(|(name, size)| match name.get() {
-                Some(name) => Ok((name.to_owned(), size)),
-                None => Err(DomainError::Storage(
-                    "a chunk was settled before the store named it".into(),
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        self.chunks
-            .extend(batch.iter().map(|(name, _)| name.clone()));
-        Ok(batch)
     }
 
     async fn reserve_import(&mut self, object: &impl SnapshotObject) -> Result<u64, DomainError> {
@@ -305,7 +273,22 @@ impl WholeWriter {
             event_watermark: self.request.event_watermark,
             limit: self.request.limit,
             sha256_from_chunks: true,
+            grace_ms: self.request.grace_ms,
         };
         chunk_saga::commit(object, blobs, request).await
     }
+}
+
+/// The staged chunks' names (known once the store's `staged_names`
+/// returned) and sizes.
+fn named(staged: &[StagedChunk]) -> Result<Vec<(String, u64)>, DomainError> {
+    staged
+        .iter()
+        .map(|chunk| match chunk.name.get() {
+            Some(name) => Ok((name.to_owned(), chunk.size)),
+            None => Err(DomainError::Storage(
+                "a chunk was staged but the store never named it".into(),
+            )),
+        })
+        .collect()
 }

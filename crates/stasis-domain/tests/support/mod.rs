@@ -86,9 +86,10 @@ pub fn agent_object(store: &SqliteStore) -> LocalObject<'_, SqliteStore> {
     }
 }
 
-/// A PUT under `key_prefix` with no condition, a 1 KiB inline limit, and
-/// the given snapshot limit and clock slack.
-pub fn put_request(key_prefix: &str, limit: u64, clock_slack_ms: i64) -> PutRequest {
+/// A PUT under `key_prefix` with no condition, a 1 KiB inline limit, the
+/// given snapshot limit, no grace, and every collection claim made before
+/// `stale_before` abandoned.
+pub fn put_request(key_prefix: &str, limit: u64, stale_before: i64) -> PutRequest {
     PutRequest {
         expected_sha256: None,
         precondition: None,
@@ -97,7 +98,8 @@ pub fn put_request(key_prefix: &str, limit: u64, clock_slack_ms: i64) -> PutRequ
         key_prefix: key_prefix.into(),
         limit,
         pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
-        clock_slack_ms,
+        stale_before,
+        grace_ms: 0,
     }
 }
 

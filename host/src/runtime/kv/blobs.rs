@@ -5,15 +5,16 @@
 //! bytes never enter a guest and are hashed natively (`sha2`, which uses
 //! the CPU's SHA extensions where it has them).
 //!
-//! A whole-file PUT's chunks are hashed, written and fsynced in the
-//! background while the body still arrives ([`writing`]); the batch's
-//! settle waits for them and renames them into place. A whole-file GET
+//! A whole-file PUT's chunks are hashed, written and fsynced to temporary
+//! files in the background while the body still arrives ([`writing`]);
+//! once their names are claimed, the batch is published: renamed into
+//! place. A whole-file GET
 //! reads them ahead ([`read_ahead`]).
 
 use super::folder::{BucketHandle, KvError, KvFolder};
 use stasis_domain::{
     DomainError,
-    snapshot::{KV_BUCKET, RunningHash, ports::ChunkName, saga::BlobStore},
+    snapshot::{KV_BUCKET, RunningHash, ports::StagedChunk, saga::BlobStore},
 };
 use std::sync::Arc;
 use writing::{Unsettled, WholeHashing};
@@ -75,17 +76,34 @@ impl BlobStore for HostBlobs {
         self.blocking(move |kv, bucket| kv.get(bucket, &key)).await
     }
 
-    async fn put_chunk(
+    async fn stage_chunk(
         &self,
         key_prefix: &str,
         whole: &mut RunningHash,
         chunk: Vec<u8>,
-    ) -> Result<ChunkName, DomainError> {
-        self.write_chunk(key_prefix, whole, chunk).await
+    ) -> Result<StagedChunk, DomainError> {
+        let size = u64::try_from(chunk.len()).unwrap_or(u64::MAX);
+        let name = self.write_chunk(key_prefix, whole, chunk).await?;
+        Ok(StagedChunk::elsewhere(name, size))
     }
 
-    async fn settle(&self) -> Result<(), DomainError> {
+    async fn staged_names(&self) -> Result<(), DomainError> {
+        self.wait_staged().await
+    }
+
+    /// Every chunk this handle staged goes in place, a chunk the store
+    /// held already too (the same bytes under the same name).
+    async fn publish(
+        &self,
+        _key_prefix: &str,
+        _chunks: Vec<StagedChunk>,
+    ) -> Result<(), DomainError> {
         self.settle_batch().await
+    }
+
+    /// Staged chunks are files, not memory.
+    fn max_staged_bytes(&self) -> u64 {
+        64 * 1024 * 1024
     }
 
     async fn finish_whole(&self, whole: RunningHash) -> Result<String, DomainError> {

@@ -24,7 +24,7 @@ fn chunks(count: u8) -> Vec<Vec<u8>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chunks_put_in_the_background_appear_under_their_names_once_settled() {
+async fn chunks_staged_in_the_background_are_named_then_appear_once_published() {
     let (dir, kv, blobs) = blobs();
     let bucket = kv.open(KV_BUCKET).expect("bucket");
     let chunks = chunks(u8::try_from(WRITES_IN_FLIGHT + 3).expect("few"));
@@ -32,14 +32,19 @@ async fn chunks_put_in_the_background_appear_under_their_names_once_settled() {
     whole.update(b"taken before the chunks");
     let mut names = Vec::new();
     for chunk in &chunks {
-        let name = blobs.put_chunk(PREFIX, &mut whole, chunk.clone()).await;
-        names.push(name.expect("staged"));
+        let staged = blobs.stage_chunk(PREFIX, &mut whole, chunk.clone()).await;
+        names.push(staged.expect("staged"));
     }
     let first_key = chunk_key(PREFIX, &sha256_hex(&chunks[0]));
+    blobs.staged_names().await.expect("named");
+    // Named, but not visible until published: the names are claimed first.
     assert_eq!(kv.get(&bucket, &first_key).expect("get"), None);
-    blobs.settle().await.expect("settled");
-    for (name, chunk) in names.iter().zip(&chunks) {
-        let name = name.get().expect("named once settled");
+    blobs
+        .publish(PREFIX, names.clone())
+        .await
+        .expect("published");
+    for (staged, chunk) in names.iter().zip(&chunks) {
+        let name = staged.name.get().expect("named once staged");
         assert_eq!(name, sha256_hex(chunk));
         let stored = kv.get(&bucket, &chunk_key(PREFIX, name)).expect("get");
         assert_eq!(stored.as_ref(), Some(chunk));
@@ -62,12 +67,12 @@ async fn a_file_with_no_chunk_put_is_hashed_from_what_it_was_fed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chunks_never_settled_leave_no_temporary_file() {
+async fn chunks_never_published_leave_no_temporary_file() {
     let (dir, kv, blobs) = blobs();
     let mut whole = RunningHash::default();
     for chunk in chunks(u8::try_from(WRITES_IN_FLIGHT + 2).expect("few")) {
         blobs
-            .put_chunk(PREFIX, &mut whole, chunk)
+            .stage_chunk(PREFIX, &mut whole, chunk)
             .await
             .expect("staged");
     }

@@ -2,8 +2,8 @@
 //! body's arrival: the file's running hash is taken on a blocking thread of
 //! its own, fed the chunks in order; each chunk is named (hashed) and
 //! written and fsynced to a temporary file on another, a few at a time; a
-//! batch's settle waits for them and renames each into place under its
-//! name. The caller only waits when the hash or the writes fall behind,
+//! batch waits for them (so that their names can be claimed), then each is
+//! renamed into place under its name. The caller only waits when the hash or the writes fall behind,
 //! which bounds the chunks held in memory.
 
 use super::{
@@ -175,9 +175,9 @@ impl HostBlobs {
         Ok(())
     }
 
-    /// Waits for the batch's writes, then puts every value in place; on a
-    /// failure none is.
-    pub(super) async fn settle_batch(&self) -> Result<(), DomainError> {
+    /// Waits for the batch's writes: every staged chunk is named and in
+    /// its temporary file. On a failure the batch is discarded.
+    pub(super) async fn wait_staged(&self) -> Result<(), DomainError> {
         let Batch {
             writing,
             mut written,
@@ -193,6 +193,15 @@ impl HostBlobs {
             written.into_iter().for_each(Staged::discard);
             return Err(err);
         }
+        self.unsettled.lock().written = written;
+        Ok(())
+    }
+
+    /// Waits for the batch's writes, then puts every value in place; on a
+    /// failure none is.
+    pub(super) async fn settle_batch(&self) -> Result<(), DomainError> {
+        self.wait_staged().await?;
+        let written = std::mem::take(&mut self.unsettled.lock().written);
         self.blocking(move |kv, _| kv.settle(written)).await
     }
 

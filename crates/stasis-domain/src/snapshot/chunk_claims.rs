@@ -1,0 +1,298 @@
+//! Who may touch a chunk's KV key: an upload or a collection, never both.
+//!
+//! A chunk's row goes `uploading` (an upload claimed the name and is
+//! writing its key) → `stored` (KV holds it; a manifest may name it) →
+//! `deleting` (one collection claimed it and is deleting its key) → no row.
+//! The claims are what keeps a collection from deleting a key an upload
+//! has just written, so that a committed manifest never names a missing
+//! chunk:
+//! - an upload claims the name before its bytes become visible under the
+//!   key, and records it only after; a collection takes only `stored` rows
+//!   no manifest names (past their grace) and abandoned `uploading` rows;
+//! - a `deleting` row belongs to the one collection that took it (its
+//!   claim time is its mark): no other collection takes it, and an upload
+//!   meeting it waits until that collection is done ([`Claim::Busy`]);
+//! - a claim made before `stale_before` (the runtime's start on the host,
+//!   a lease on the edge) belongs to a collection that died: the next
+//!   collection or upload takes it over, so a crash never blocks an upload.
+//!
+//! Rows marked `gone` by an older version of this table read as no row.
+
+use super::{
+    chunk_table::{distinct, each_batch, hash_of},
+    digest::{self, ChunkHash},
+};
+use crate::{
+    DomainError, Refusal, params,
+    sql::{RowExt, SqlStore, SqlValue},
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+pub(super) const UPLOADING: &str = "uploading";
+pub(super) const STORED: &str = "stored";
+pub(super) const DELETING: &str = "deleting";
+/// Left by an older version of this table; reads as no row.
+const GONE: &str = "gone";
+
+/// What an upload may do with a chunk it claimed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Claim {
+    /// Write the key, then record it.
+    Write,
+    /// The store holds it already (kept for the pending time): nothing to
+    /// write.
+    Held,
+    /// A collection is deleting its key right now: ask again shortly.
+    Busy,
+}
+
+/// The clock of a claim.
+#[derive(Debug, Clone, Copy)]
+pub struct Times {
+    /// Now (ms).
+    pub now_ms: i64,
+    /// Until when a claimed or recorded chunk no manifest names is kept.
+    pub pending_until: i64,
+    /// Collection claims made before this were abandoned.
+    pub stale_before: i64,
+}
+
+/// Each chunk's state and when it last changed.
+fn states(
+    store: &impl SqlStore,
+    hashes: &[ChunkHash],
+) -> Result<HashMap<ChunkHash, (String, i64)>, DomainError> {
+    let mut found = HashMap::new();
+    each_batch(
+        store,
+        "SELECT hash, state, changed_at FROM snapshot_chunks WHERE hash IN ({in})",
+        &[],
+        hashes,
+        |row| {
+            found.insert(hash_of(row, 0)?, (row.text(1)?.to_owned(), row.int(2)?));
+            Ok(())
+        },
+    )?;
+    Ok(found)
+}
+
+/// Claims `hashes` for an upload, answering for each what it may do.
+pub fn claim_uploads(
+    store: &impl SqlStore,
+    hashes: &[ChunkHash],
+    times: &Times,
+) -> Result<Vec<Claim>, DomainError> {
+    let wanted = distinct(hashes);
+    let found = states(store, &wanted)?;
+    let mut claims = HashMap::with_capacity(wanted.len());
+    for hash in &wanted {
+        let claim = match found.get(hash) {
+            Some((state, _)) if state == STORED => Claim::Held,
+            Some((state, changed_at)) if state == DELETING && *changed_at >= times.stale_before => {
+                Claim::Busy
+            }
+            Some((state, _)) if state == UPLOADING => Claim::Write,
+            // No row, an old tombstone, or a collection's abandoned claim.
+            _ => {
+                store.run(
+                    "INSERT OR REPLACE INTO snapshot_chunks
+                        (hash, size, state, refs, pending_until, changed_at)
+                     VALUES (?1, 0, ?2, 0, ?3, ?4)",
+                    params![hash.to_vec(), UPLOADING, times.pending_until, times.now_ms],
+                )?;
+                Claim::Write
+            }
+        };
+        claims.insert(*hash, claim);
+    }
+    let keep: Vec<ChunkHash> = claims
+        .iter()
+        .filter(|(_, claim)| **claim != Claim::Busy)
+        .map(|(hash, _)| *hash)
+        .collect();
+    keep_until(store, &keep, times.pending_until)?;
+    Ok(hashes
+        .iter()
+        .map(|hash| claims.get(hash).copied().unwrap_or(Claim::Busy))
+        .collect())
+}
+
+/// Keeps `hashes` from collection until at least `until` (a push about to
+/// commit, or a superseded version's readers).
+pub fn keep_until(
+    store: &impl SqlStore,
+    hashes: &[ChunkHash],
+    until: i64,
+) -> Result<(), DomainError> {
+    each_batch(
+        store,
+        "UPDATE snapshot_chunks SET pending_until = MAX(pending_until, ?1)
+         WHERE state IN ('uploading', 'stored') AND hash IN ({in})",
+        &[SqlValue::from(until)],
+        hashes,
+        |_| Ok(()),
+    )
+}
+
+/// Records chunks an upload claimed and KV now holds; returns, for each,
+/// whether the store lacked it. A chunk whose claim was lost (taken over
+/// as abandoned, after the pending time) is refused with a 503.
+pub fn record(
+    store: &impl SqlStore,
+    chunks: &[(ChunkHash, u64)],
+    times: &Times,
+) -> Result<Vec<bool>, DomainError> {
+    let hashes: Vec<ChunkHash> = chunks.iter().map(|(hash, _)| *hash).collect();
+    let found = states(store, &distinct(&hashes))?;
+    let mut recorded = HashSet::new();
+    let mut fresh = Vec::with_capacity(chunks.len());
+    for (hash, size) in chunks {
+        let state = found.get(hash).map(|(state, _)| state.as_str());
+        match state {
+            Some(UPLOADING) if !recorded.contains(hash) => {
+                store.run(
+                    "UPDATE snapshot_chunks SET state = ?2, size = ?3,
+                        pending_until = MAX(pending_until, ?4), changed_at = ?5
+                     WHERE hash = ?1",
+                    params![
+                        hash.to_vec(),
+                        STORED,
+                        *size,
+                        times.pending_until,
+                        times.now_ms
+                    ],
+                )?;
+                recorded.insert(*hash);
+                fresh.push(true);
+            }
+            Some(UPLOADING | STORED) => fresh.push(false),
+            _ => return Err(claim_lost(hash)),
+        }
+    }
+    keep_until(store, &hashes, times.pending_until)?;
+    Ok(fresh)
+}
+
+fn claim_lost(hash: &ChunkHash) -> DomainError {
+    DomainError::Unavailable(Refusal::new(
+        "chunk_being_collected",
+        format!(
+            "chunk {} was collected while its upload lasted past the pending time; upload it \
+             again",
+            digest::to_hex(hash)
+        ),
+    ))
+}
+
+/// A collection's claim: the chunks it took, and its mark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Taken<H> {
+    /// The chunks whose keys it deletes.
+    pub chunks: Vec<H>,
+    /// When it took them: [`collect_done`] releases only rows still so
+    /// marked.
+    pub claim_at: i64,
+}
+
+/// Takes up to `limit` chunks to delete: stored ones no manifest names
+/// whose pending time (or grace) has passed, uploads abandoned past theirs,
+/// and claims of collections that died. They are `deleting` from here on,
+/// this collection's alone.
+pub fn collect_take(
+    store: &impl SqlStore,
+    times: &Times,
+    limit: usize,
+) -> Result<Taken<ChunkHash>, DomainError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = store.execute(
+        "SELECT hash FROM snapshot_chunks
+         WHERE (state = ?1 AND refs = 0 AND pending_until < ?2)
+            OR (state = ?3 AND pending_until < ?2)
+            OR (state = ?4 AND changed_at < ?5)
+         LIMIT ?6",
+        params![
+            STORED,
+            times.now_ms,
+            UPLOADING,
+            DELETING,
+            times.stale_before.min(times.now_ms),
+            limit
+        ],
+    )?;
+    let taken = rows
+        .iter()
+        .map(|row| hash_of(row, 0))
+        .collect::<Result<Vec<_>, _>>()?;
+    mark_deleting(store, &taken, times.now_ms)?;
+    Ok(Taken {
+        chunks: taken,
+        claim_at: times.now_ms,
+    })
+}
+
+fn mark_deleting(
+    store: &impl SqlStore,
+    hashes: &[ChunkHash],
+    now_ms: i64,
+) -> Result<(), DomainError> {
+    each_batch(
+        store,
+        "UPDATE snapshot_chunks SET state = ?1, changed_at = ?2 WHERE hash IN ({in})",
+        &[SqlValue::from(DELETING), SqlValue::from(now_ms)],
+        hashes,
+        |_| Ok(()),
+    )
+}
+
+/// The KV keys of a collection's chunks are deleted: their rows go, those
+/// still marked with its claim (a row another collection took over since
+/// is that one's).
+pub fn collect_done(
+    store: &impl SqlStore,
+    hashes: &[ChunkHash],
+    claim_at: i64,
+) -> Result<(), DomainError> {
+    each_batch(
+        store,
+        "DELETE FROM snapshot_chunks WHERE state = ?1 AND changed_at = ?2 AND hash IN ({in})",
+        &[SqlValue::from(DELETING), SqlValue::from(claim_at)],
+        hashes,
+        |_| Ok(()),
+    )?;
+    store.run(
+        "DELETE FROM snapshot_chunks WHERE state = ?1",
+        params![GONE],
+    )?;
+    Ok(())
+}
+
+/// Of chunk keys found in KV, takes for deletion those no row claims (a
+/// crash between a key's write and its row's, in an older version, or a
+/// key a deletion missed). Every upload claims its row before it writes,
+/// so no upload in flight is among them.
+pub fn claim_orphans(
+    store: &impl SqlStore,
+    hashes: &[ChunkHash],
+    now_ms: i64,
+) -> Result<Taken<ChunkHash>, DomainError> {
+    let wanted = distinct(hashes);
+    let found = states(store, &wanted)?;
+    let orphans: Vec<ChunkHash> = wanted
+        .into_iter()
+        .filter(|h| found.get(h).is_none_or(|(state, _)| state == GONE))
+        .collect();
+    for hash in &orphans {
+        store.run(
+            "INSERT OR REPLACE INTO snapshot_chunks
+                (hash, size, state, refs, pending_until, changed_at)
+             VALUES (?1, 0, ?2, 0, 0, ?3)",
+            params![hash.to_vec(), DELETING, now_ms],
+        )?;
+    }
+    Ok(Taken {
+        chunks: orphans,
+        claim_at: now_ms,
+    })
+}
