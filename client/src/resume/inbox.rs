@@ -54,7 +54,8 @@ impl InboxMessage {
             return None;
         }
         let data: Data = event.data_as()?;
-        (data.info.role == "user" && !data.part.text.trim().is_empty()).then(|| InboxMessage {
+        let said = data.info.role == "user" && !data.part.text.trim().is_empty();
+        said.then_some(InboxMessage {
             seq: event.seq,
             text: data.part.text,
         })
