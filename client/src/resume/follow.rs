@@ -11,7 +11,7 @@ use std::io::{self, BufRead, BufReader, ErrorKind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::agent_log::LogEvent;
 use super::inbox::{self, Inbox, InboxMessage, USER_MESSAGE_EVENT};
@@ -213,14 +213,17 @@ impl Follower {
                 kilo: &self.kilo,
                 session: &self.session,
             };
+            let started = Instant::now();
             match inbox::deliver(&target, inbox, &message, None, self.newest_id.as_deref()) {
                 Ok(delivery) => {
                     pending.remove(0);
                     if delivery.sent {
                         self.delivered.fetch_add(1, Ordering::Relaxed);
                         self.say(&format!(
-                            "delivered seq {} as {}",
-                            delivery.seq, delivery.message_id
+                            "delivered seq {} as {} (decided and sent in {} µs)",
+                            delivery.seq,
+                            delivery.message_id,
+                            started.elapsed().as_micros()
                         ));
                     }
                     self.newest_id = Some(delivery.message_id);

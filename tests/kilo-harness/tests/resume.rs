@@ -41,15 +41,24 @@ fn a_mayor_cut_mid_reply_resumes_by_itself_and_gets_its_inbox_once() {
     eprintln!("\nthe cut reply as stasis held it: {:?}", report.cut.text);
     eprintln!("kilo's session on B after recovery:\n{}", report.recovered);
     eprintln!("kilo's new session on C (no kilo.db):\n{}", report.fresh);
+    let lat = &report.latencies;
+    let p = |list: &[std::time::Duration], n| latency_percentile(list, n);
     eprintln!(
-        "resume figures: B's boot start to the continuation at the model {:.0?} (kilo's own \
-         start {:.0?}, after_start {:.0?}); inbox posted to delivered into the running kilo, \
-         {} messages: p50 {:.1?}, p99 {:.1?}",
+        "resume figures: B's boot start to the continuation at the model {:.0?} (boot {:.0?}, \
+         kilo's own start {:.0?}, after_start {:.0?});\n  inbox posted to delivered into the \
+         running kilo, {} messages: p50 {:.1?}, p99 {:.1?} (of which the POST /mayor/message \
+         round trip p50 {:.1?}, p99 {:.1?}; the follower's record and prompt_async p50 {:.1?}, \
+         p99 {:.1?})",
         report.to_continuation,
+        report.boot_b,
         report.kilo_start_b,
         report.after_start_b,
-        report.latencies.len(),
-        latency_percentile(&report.latencies, 50),
-        latency_percentile(&report.latencies, 99),
+        lat.total.len(),
+        p(&lat.total, 50),
+        p(&lat.total, 99),
+        p(&lat.post, 50),
+        p(&lat.post, 99),
+        p(&lat.deliver, 50),
+        p(&lat.deliver, 99),
     );
 }

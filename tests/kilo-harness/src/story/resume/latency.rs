@@ -19,18 +19,30 @@ fn probe(i: usize) -> String {
     format!("Latency probe {i:02}: no answer needed.")
 }
 
-/// The latencies, sorted.
+/// Each probe's latency, sorted, with two of its parts (also sorted): the `POST` itself
+/// (stasis appends and routes the message), and the follower's decision and send.
+#[derive(Debug, Clone, Default)]
+pub struct Latencies {
+    /// Posted to delivered into the running kilo.
+    pub total: Vec<Duration>,
+    /// The `POST /mayor/message` round trip.
+    pub post: Vec<Duration>,
+    /// The follower's step: the delivery record appended, then kilo's `prompt_async`.
+    pub deliver: Vec<Duration>,
+}
+
+/// The latencies.
 pub(super) fn measure(
     stage: &Stage<'_>,
     client: &Client,
     agent: &AgentRef,
     kilo: &Kilo,
     outcome: &ResumeOutcome,
-) -> Result<Vec<Duration>> {
+) -> Result<Latencies> {
     stage.say(&format!(
         "4. follow_inbox on B; {PROBES} Mayor messages, each timed from its POST to its delivery"
     ));
-    let delivered: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let delivered: Arc<Mutex<Vec<(Instant, Duration)>>> = Arc::default();
     let noted = Arc::clone(&delivered);
     let follower = resume::follow_inbox(
         client,
@@ -40,19 +52,21 @@ pub(super) fn measure(
         outcome.inbox_cursor,
         Arc::new(move |line: &str| {
             if line.contains("delivered seq") {
-                lock(&noted).push(Instant::now());
+                lock(&noted).push((Instant::now(), step_of(line)));
             }
         }),
     )?;
-    let mut latencies = Vec::with_capacity(PROBES);
+    let mut latencies = Latencies::default();
     for i in 0..PROBES {
         let before = lock(&delivered).len();
         let posted = Instant::now();
         stage.post_mayor_message(&probe(i))?;
-        let at = poll("the follower's delivery", DELIVERY, || {
+        latencies.post.push(posted.elapsed());
+        let (at, step) = poll("the follower's delivery", DELIVERY, || {
             Ok(lock(&delivered).get(before).copied())
         })?;
-        latencies.push(at.saturating_duration_since(posted));
+        latencies.total.push(at.saturating_duration_since(posted));
+        latencies.deliver.push(step);
     }
     follower.stop();
     let api = kilo.api();
@@ -66,14 +80,30 @@ pub(super) fn measure(
     if probes != expected {
         bail!("kilo's session holds the probes {probes:?}, not each once in order");
     }
-    latencies.sort();
+    for list in [
+        &mut latencies.total,
+        &mut latencies.post,
+        &mut latencies.deliver,
+    ] {
+        list.sort();
+    }
     stage.say(&format!(
         "   ✓ {PROBES} messages delivered, each once and in order; posted → delivered p50 \
          {:.1?}, p99 {:.1?}",
-        percentile(&latencies, 50),
-        percentile(&latencies, 99)
+        percentile(&latencies.total, 50),
+        percentile(&latencies.total, 99)
     ));
     Ok(latencies)
+}
+
+/// The follower's own step, from its line `... (decided and sent in N µs)`.
+fn step_of(line: &str) -> Duration {
+    let micros = line
+        .rsplit_once(" in ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    Duration::from_micros(micros)
 }
 
 fn probes_in(messages: &[KiloMessage]) -> Vec<String> {

@@ -16,7 +16,7 @@
 mod fresh;
 mod latency;
 
-pub use latency::percentile as latency_percentile;
+pub use latency::{Latencies, percentile as latency_percentile};
 
 use super::checks::{self, CutReply};
 use super::script::{self, MAYOR, RIG};
@@ -55,12 +55,14 @@ pub struct ResumeReport {
     pub recovered: String,
     /// From B's start (its boot) to the continuation reaching the fake model.
     pub to_continuation: Duration,
+    /// `stasis-client boot` on B.
+    pub boot_b: Duration,
     /// kilo's own start on B.
     pub kilo_start_b: Duration,
     /// `after_start`'s own time on B.
     pub after_start_b: Duration,
-    /// Inbox latencies, posted to delivered into the running runtime, sorted.
-    pub latencies: Vec<Duration>,
+    /// Inbox latencies, posted to delivered into the running runtime.
+    pub latencies: latency::Latencies,
     /// kilo's new session on C, one line per message.
     pub fresh: String,
 }
@@ -175,6 +177,7 @@ fn act_b(stage: &Stage<'_>, root: &Path, a: &LeftByA) -> Result<ResumeReport> {
         outcome_b: format!("{outcome:#?}"),
         recovered: show_messages(&messages),
         to_continuation,
+        boot_b: booted.took,
         kilo_start_b: restored.started_in,
         after_start_b,
         latencies,
