@@ -147,20 +147,20 @@ pub(crate) struct Decided<T> {
     pub(crate) earlier: Option<T>,
 }
 
-/// Appends `events` as one batch stamped `producer_id` / 0, retried: a decision is in the log
-/// before it is acted on, and a second decision under the same stamp appends nothing and
-/// answers the first.
+/// Appends `events` as one batch stamped `producer_id` / `attempt`, retried: a decision is in
+/// the log before it is acted on, and a second decision under the same stamp appends nothing
+/// and answers the first. (`attempt` counts decisions made again under a fresh message id.)
 pub(crate) fn append_decision<T: DeserializeOwned>(
     client: &Client,
     agent: &AgentRef,
-    producer_id: &str,
+    (producer_id, attempt): (&str, u32),
     events: &[NewEvent<'_>],
 ) -> Result<Decided<T>> {
     crate::ids::check_id("producer", producer_id)?;
     let body = Append {
         events,
         producer_id,
-        producer_seq: 0,
+        producer_seq: u64::from(attempt),
     };
     let appended: Appended = client.post_json(&agent.path("/events"), &body, None)?;
     let seq = appended.first_seq;

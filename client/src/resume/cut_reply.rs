@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::agent_log::{self, LogEvent, NewEvent};
 use super::kilo_api::{KiloMessage, new_message_id};
-use super::once::{self, Target};
+use super::once::{self, Sent, Target};
 use crate::error::Result;
 
 /// The record of a decision about a cut reply.
@@ -214,6 +214,10 @@ pub struct CutReplyDecision {
     /// That message's text.
     #[serde(default)]
     pub text: String,
+    /// How many times it was decided before under another id, which never arrived and no
+    /// longer sorted last when it was to be sent again.
+    #[serde(default)]
+    pub attempt: u32,
 }
 
 /// What became of a cut reply.
@@ -236,9 +240,62 @@ pub(crate) fn complete(
 ) -> Result<CutReplyOutcome> {
     let producer = format!("stasis.cut_reply.{}", cut.key());
     crate::ids::check_id("producer", &producer)?;
-    if let Some((at, earlier)) = recorded(target, &producer)? {
-        return act(target, messages, earlier, at);
-    }
+    let decision = match recorded(target, cut.key())? {
+        Some((at, earlier)) => match act(target, messages, &earlier, at)? {
+            Some(sent) => {
+                return Ok(CutReplyOutcome {
+                    decision: earlier,
+                    sent,
+                });
+            }
+            // Decided before, never sent, and no longer last: decided again under a new id.
+            None => CutReplyDecision {
+                attempt: earlier.attempt + 1,
+                message_id: None,
+                ..earlier
+            },
+        },
+        None => fresh_decision(target, cut, mode, from_log)?,
+    };
+    let message_id = (decision.action != CutReplyMode::Nothing.name()).then(|| {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let ids = messages.iter().map(|m| m.info.id.as_str());
+        let logged = [
+            Some(cut.user_message_id.as_str()),
+            cut.cut_message_id.as_deref(),
+        ];
+        let seed = format!("{producer}:{}", decision.attempt);
+        new_message_id(ids.chain(logged.into_iter().flatten()), now_ms, &seed)
+    });
+    let decision = CutReplyDecision {
+        message_id,
+        ..decision
+    };
+    let event = NewEvent::new(CUT_REPLY_EVENT, target.session, &decision)?;
+    let decided = agent_log::append_decision::<CutReplyDecision>(
+        target.client,
+        target.agent,
+        (&producer, decision.attempt),
+        &[event],
+    )?;
+    let decision = decided.earlier.unwrap_or(decision);
+    // A decision made now (or just now elsewhere) is sent even if it went stale meanwhile.
+    let sent = match act(target, messages, &decision, decided.seq)? {
+        Some(sent) => sent,
+        None => send(target, &decision)?,
+    };
+    Ok(CutReplyOutcome { decision, sent })
+}
+
+/// The first decision about `cut`: its text by `mode`, its message id still to be minted.
+fn fresh_decision(
+    target: &Target<'_>,
+    cut: &Cut,
+    mode: CutReplyMode,
+    from_log: &FromLog<'_>,
+) -> Result<CutReplyDecision> {
     let lost_question = match (&cut.user_text, cut.user_seq, mode) {
         (None, Some(seq), CutReplyMode::Continue | CutReplyMode::Resend) => {
             Some((from_log.user_text)(&cut.user_message_id, seq)?)
@@ -252,44 +309,20 @@ pub(crate) fn complete(
         CutReplyMode::Resend => cut.user_text.clone().or(lost_question).unwrap_or_default(),
         CutReplyMode::Nothing => String::new(),
     };
-    let message_id = (mode != CutReplyMode::Nothing).then(|| {
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let ids = messages.iter().map(|m| m.info.id.as_str());
-        let logged = [
-            Some(cut.user_message_id.as_str()),
-            cut.cut_message_id.as_deref(),
-        ];
-        new_message_id(ids.chain(logged.into_iter().flatten()), now_ms, &producer)
-    });
-    let decision = CutReplyDecision {
+    Ok(CutReplyDecision {
         session_id: target.session.to_owned(),
         user_message_id: cut.user_message_id.clone(),
         cut_message_id: cut.cut_message_id.clone(),
         action: mode.name().to_owned(),
-        message_id,
+        message_id: None,
         text,
-    };
-    let event = NewEvent::new(CUT_REPLY_EVENT, target.session, &decision)?;
-    let decided = agent_log::append_decision::<CutReplyDecision>(
-        target.client,
-        target.agent,
-        &producer,
-        &[event],
-    )?;
-    act(
-        target,
-        messages,
-        decided.earlier.unwrap_or(decision),
-        decided.seq,
-    )
+        attempt: 0,
+    })
 }
 
-/// The decision recorded under `producer` before, with its seq. The log is read rather than
-/// trusting the stamp alone: stasis remembers a limited number of stamps.
-fn recorded(target: &Target<'_>, producer: &str) -> Result<Option<(u64, CutReplyDecision)>> {
-    let key = producer.trim_start_matches("stasis.cut_reply.");
+/// The latest decision recorded about the cut known by `key`, with its seq. The log is read
+/// rather than trusting the stamp alone: stasis remembers a limited number of stamps.
+fn recorded(target: &Target<'_>, key: &str) -> Result<Option<(u64, CutReplyDecision)>> {
     let decisions = agent_log::events_of_type(
         target.client,
         target.agent,
@@ -297,27 +330,41 @@ fn recorded(target: &Target<'_>, producer: &str) -> Result<Option<(u64, CutReply
         0,
         Some(target.session),
     )?;
-    Ok(decisions.events.iter().find_map(|e| {
+    let named = decisions.events.iter().filter_map(|e| {
         let decision: CutReplyDecision = e.data_as()?;
         let named = decision.cut_message_id.as_deref() == Some(key)
             || (decision.cut_message_id.is_none() && decision.user_message_id == key);
         named.then_some((e.seq, decision))
-    }))
+    });
+    Ok(named.max_by_key(|(seq, d)| (d.attempt, std::cmp::Reverse(*seq))))
 }
 
+/// Acts on a recorded decision: `Some(sent now)`, or `None` when its message never arrived
+/// and no longer sorts last (see [`once::Sent::Stale`]).
 fn act(
     target: &Target<'_>,
     messages: &[KiloMessage],
-    decision: CutReplyDecision,
+    decision: &CutReplyDecision,
     decided_at: u64,
-) -> Result<CutReplyOutcome> {
-    let sent = match (&decision.message_id, decision.session_id == target.session) {
-        (Some(id), true) => {
-            once::send_once(target, Some(messages), id, &decision.text, decided_at)?
-        }
-        _ => false,
+) -> Result<Option<bool>> {
+    let (Some(id), true) = (&decision.message_id, decision.session_id == target.session) else {
+        return Ok(Some(false));
     };
-    Ok(CutReplyOutcome { decision, sent })
+    Ok(
+        match once::send_once(target, Some(messages), id, &decision.text, decided_at)? {
+            Sent::Now => Some(true),
+            Sent::Before => Some(false),
+            Sent::Stale => None,
+        },
+    )
+}
+
+fn send(target: &Target<'_>, decision: &CutReplyDecision) -> Result<bool> {
+    let Some(id) = &decision.message_id else {
+        return Ok(false);
+    };
+    target.kilo.prompt(target.session, id, &decision.text)?;
+    Ok(true)
 }
 
 #[cfg(test)]

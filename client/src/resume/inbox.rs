@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::agent_log::{self, LogEvent, NewEvent};
 use super::kilo_api::{KiloMessage, new_message_id};
-use super::once::{self, Target};
+use super::once::{self, Sent, Target};
 use crate::error::Result;
 
 /// The type of the user messages stasis writes (`stasis_domain::recall::USER_MESSAGE_EVENT`).
@@ -73,6 +73,10 @@ pub struct Delivered {
     pub message_id: String,
     /// [`VIA_MESSAGE`] or [`VIA_PROMPT`].
     pub via: String,
+    /// How many times it was decided before under another id, which never arrived and no
+    /// longer sorted last when it was to be sent again.
+    #[serde(default)]
+    pub attempt: u32,
 }
 
 /// The inbox as the log shows it: every message, and every recorded delivery by seq.
@@ -104,12 +108,16 @@ impl Inbox {
         Ok(inbox)
     }
 
-    /// Keeps the first record of each message.
+    /// Keeps the first record of each message's latest attempt.
     pub(crate) fn remember(&mut self, decided_at: u64, record: Option<Delivered>) {
-        if let Some(record) = record {
-            self.delivered
-                .entry(record.seq)
-                .or_insert((decided_at, record));
+        let Some(record) = record else {
+            return;
+        };
+        match self.delivered.get(&record.seq) {
+            Some((_, known)) if known.attempt >= record.attempt => {}
+            _ => {
+                self.delivered.insert(record.seq, (decided_at, record));
+            }
         }
     }
 
@@ -121,21 +129,21 @@ impl Inbox {
             .collect()
     }
 
-    /// Recorded deliveries into `session` as their own message: each may still have to be
-    /// sent (a crash came between the record and the send).
-    pub(crate) fn recorded_into(&self, session: &str) -> Vec<(u64, &Delivered, &InboxMessage)> {
+    /// What the session is owed, in log order: the messages with no recorded delivery, and
+    /// those recorded into `session` as their own message (each may still have to be sent: a
+    /// crash came between the record and the send).
+    pub(crate) fn owed_to(&self, session: &str) -> Vec<&InboxMessage> {
         self.messages
             .iter()
-            .filter_map(|m| {
-                let (at, record) = self.delivered.get(&m.seq)?;
-                (record.session_id == session && record.via == VIA_MESSAGE)
-                    .then_some((*at, record, m))
+            .filter(|m| match self.delivered.get(&m.seq) {
+                None => true,
+                Some((_, record)) => record.session_id == session && record.via == VIA_MESSAGE,
             })
             .collect()
     }
 }
 
-/// The producer stamp of a message's delivery.
+/// The producer id of a message's delivery (its stamp's seq is the attempt).
 pub(crate) fn producer_id(seq: u64) -> String {
     format!("stasis.inbox.{seq}")
 }
@@ -161,8 +169,12 @@ pub(crate) fn deliver(
     known: Option<&[KiloMessage]>,
     newest_id: Option<&str>,
 ) -> Result<Delivery> {
+    let mut attempt = 0;
     if let Some((at, record)) = inbox.delivered.get(&message.seq).cloned() {
-        return finish(target, known, &record, message, at);
+        match finish(target, known, &record, message, at)? {
+            Some(done) => return Ok(done),
+            None => attempt = record.attempt + 1,
+        }
     }
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -172,26 +184,37 @@ pub(crate) fn deliver(
         .flatten()
         .map(|m| m.info.id.as_str())
         .chain(newest_id);
-    let seed = format!("{}:inbox:{}", target.agent, message.seq);
+    let seed = format!("{}:inbox:{}:{attempt}", target.agent, message.seq);
     let record = Delivered {
         seq: message.seq,
         session_id: target.session.to_owned(),
         message_id: new_message_id(existing, now_ms, &seed),
         via: VIA_MESSAGE.to_owned(),
+        attempt,
     };
     let event = NewEvent::new(DELIVERED_EVENT, target.session, &record)?;
+    let producer = producer_id(message.seq);
     let decided = agent_log::append_decision::<Delivered>(
         target.client,
         target.agent,
-        &producer_id(message.seq),
+        (&producer, attempt),
         &[event],
     )?;
     if let Some(earlier) = decided.earlier {
+        // Decided meanwhile elsewhere: act on that decision (sent even if stale, to end here).
         inbox.remember(decided.seq, Some(earlier.clone()));
-        return finish(target, known, &earlier, message, decided.seq);
+        let done = finish(target, known, &earlier, message, decided.seq)?;
+        return match done {
+            Some(done) => Ok(done),
+            None => send(target, earlier, message),
+        };
     }
     inbox.remember(decided.seq, Some(record.clone()));
     // Decided just now, under an id minted just now: kilo cannot hold it yet.
+    send(target, record, message)
+}
+
+fn send(target: &Target<'_>, record: Delivered, message: &InboxMessage) -> Result<Delivery> {
     target
         .kilo
         .prompt(target.session, &record.message_id, &message.text)?;
@@ -203,24 +226,29 @@ pub(crate) fn deliver(
 }
 
 /// Acts on a recorded delivery: sent when it went into this session as its own message and
-/// has not arrived; otherwise (another session, or a dispatch prompt) it is done.
+/// has not arrived; otherwise (another session, or a dispatch prompt) it is done. `None`: its
+/// id is stale (see [`once::Sent::Stale`]) and it must be decided again.
 fn finish(
     target: &Target<'_>,
     known: Option<&[KiloMessage]>,
     record: &Delivered,
     message: &InboxMessage,
     decided_at: u64,
-) -> Result<Delivery> {
+) -> Result<Option<Delivery>> {
     let sent = if record.session_id == target.session && record.via == VIA_MESSAGE {
-        once::send_once(target, known, &record.message_id, &message.text, decided_at)?
+        match once::send_once(target, known, &record.message_id, &message.text, decided_at)? {
+            Sent::Now => true,
+            Sent::Before => false,
+            Sent::Stale => return Ok(None),
+        }
     } else {
         false
     };
-    Ok(Delivery {
+    Ok(Some(Delivery {
         seq: message.seq,
         message_id: record.message_id.clone(),
         sent,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -248,6 +276,7 @@ mod tests {
             session_id: session.into(),
             message_id: format!("msg_{seq}"),
             via: via.into(),
+            attempt: 0,
         }
     }
 
@@ -285,20 +314,30 @@ mod tests {
         };
         inbox.remember(6, Some(record(2, "ses_a", VIA_MESSAGE)));
         inbox.remember(13, Some(record(9, "ses_b", VIA_PROMPT)));
-        // A second record of a message changes nothing: the first decision holds.
+        // A second record of the same attempt changes nothing: the first decision holds.
         inbox.remember(14, Some(record(2, "ses_b", VIA_MESSAGE)));
-        let waiting: Vec<u64> = inbox.undelivered().iter().map(|m| m.seq).collect();
-        assert_eq!(waiting, [5, 12]);
-        let retried: Vec<(u64, u64)> = inbox
-            .recorded_into("ses_a")
-            .iter()
-            .map(|(at, record, _)| (*at, record.seq))
-            .collect();
-        assert_eq!(
-            retried,
-            [(6, 2)],
-            "deliveries into another session or by prompt are done"
+        // A later attempt (the first id went stale unsent) takes its place.
+        let retried = Delivered {
+            message_id: "msg_2b".into(),
+            attempt: 1,
+            ..record(5, "ses_a", VIA_MESSAGE)
+        };
+        inbox.remember(
+            15,
+            Some(Delivered {
+                attempt: 0,
+                ..retried.clone()
+            }),
         );
-        assert!(inbox.recorded_into("ses_b").is_empty());
+        inbox.remember(16, Some(retried));
+        assert_eq!(inbox.delivered[&5].0, 16);
+        assert_eq!(inbox.delivered[&5].1.message_id, "msg_2b");
+        inbox.messages.retain(|m| m.seq != 5);
+        let waiting: Vec<u64> = inbox.undelivered().iter().map(|m| m.seq).collect();
+        assert_eq!(waiting, [12]);
+        let owed = |session| -> Vec<u64> { inbox.owed_to(session).iter().map(|m| m.seq).collect() };
+        // Deliveries into another session, or by a dispatch prompt, are done.
+        assert_eq!(owed("ses_a"), [2, 12]);
+        assert_eq!(owed("ses_b"), [12]);
     }
 }

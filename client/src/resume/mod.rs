@@ -202,32 +202,16 @@ pub fn after_start(
         }
     }
     let known = Some(messages.as_slice());
-    let retries: Vec<_> = inbox
-        .recorded_into(&session_id)
-        .into_iter()
-        .map(|(at, record, message)| (at, record.message_id.clone(), message.clone()))
-        .collect();
-    for (at, message_id, message) in retries {
-        if once::send_once(&target, known, &message_id, &message.text, at)? {
-            say(&format!(
-                "delivered seq {} as {message_id} (decided before)",
-                message.seq
-            ));
-            outcome.delivered.push(Delivery {
-                seq: message.seq,
-                message_id,
-                sent: true,
-            });
-        }
-    }
-    let waiting: Vec<_> = inbox.undelivered().into_iter().cloned().collect();
-    for message in waiting {
+    let owed: Vec<_> = inbox.owed_to(&session_id).into_iter().cloned().collect();
+    for message in owed {
         let delivery = inbox::deliver(&target, &mut inbox, &message, known, newest_id.as_deref())?;
-        say(&format!(
-            "delivered seq {} as {} (sent now: {})",
-            delivery.seq, delivery.message_id, delivery.sent
-        ));
-        newest_id = Some(delivery.message_id.clone());
+        if delivery.sent {
+            say(&format!(
+                "delivered seq {} as {}",
+                delivery.seq, delivery.message_id
+            ));
+            newest_id = Some(delivery.message_id.clone());
+        }
         outcome.delivered.push(delivery);
     }
     Ok(outcome)

@@ -7,7 +7,7 @@
 //! would ask the model twice; the log already holds what happened.
 
 use super::agent_log::{self, LogEvent};
-use super::kilo_api::{Kilo, KiloMessage};
+use super::kilo_api::{Kilo, KiloMessage, id_order};
 use crate::error::Result;
 use crate::http::Client;
 use crate::ids::AgentRef;
@@ -23,30 +23,29 @@ pub(crate) struct Target<'a> {
     pub(crate) session: &'a str,
 }
 
+/// What became of a decided message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// Sent now.
+    Now,
+    /// It had arrived before: nothing sent.
+    Before,
+    /// Not sent: it never arrived, and its id no longer sorts after the session's newest
+    /// message (others came in since it was decided), so kilo would not answer it. The caller
+    /// decides it again under a fresh id.
+    Stale,
+}
+
 /// Sends `text` as message `message_id`, decided at log seq `decided_at`, unless it arrived
 /// already. `known` is kilo's view of the session when the caller read it (`None`: read it
-/// now). Answers whether it was sent now.
+/// now).
 pub(crate) fn send_once(
     target: &Target<'_>,
     known: Option<&[KiloMessage]>,
     message_id: &str,
     text: &str,
     decided_at: u64,
-) -> Result<bool> {
-    if arrived(target, known, message_id, decided_at)? {
-        return Ok(false);
-    }
-    target.kilo.prompt(target.session, message_id, text)?;
-    Ok(true)
-}
-
-/// Whether kilo holds `message_id`, or the log holds kilo's own event for it.
-fn arrived(
-    target: &Target<'_>,
-    known: Option<&[KiloMessage]>,
-    message_id: &str,
-    decided_at: u64,
-) -> Result<bool> {
+) -> Result<Sent> {
     let read;
     let messages = match known {
         Some(messages) => messages,
@@ -55,6 +54,24 @@ fn arrived(
             &read
         }
     };
+    if arrived(target, messages, message_id, decided_at)? {
+        return Ok(Sent::Before);
+    }
+    let newest = messages.iter().filter_map(|m| id_order(&m.info.id)).max();
+    if newest.is_some_and(|newest| Some(newest) >= id_order(message_id)) {
+        return Ok(Sent::Stale);
+    }
+    target.kilo.prompt(target.session, message_id, text)?;
+    Ok(Sent::Now)
+}
+
+/// Whether kilo holds `message_id`, or the log holds kilo's own event for it.
+fn arrived(
+    target: &Target<'_>,
+    messages: &[KiloMessage],
+    message_id: &str,
+    decided_at: u64,
+) -> Result<bool> {
     if messages.iter().any(|m| m.info.id == message_id) {
         return Ok(true);
     }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::agent_log::{self, DispatchPrompt, NewEvent};
 use super::inbox::{DELIVERED_EVENT, Delivered, Inbox, VIA_PROMPT};
 use super::kilo_api::{Kilo, new_message_id};
-use super::once::{self, Target};
+use super::once::{self, Sent, Target};
 use crate::error::Result;
 use crate::http::Client;
 use crate::ids::AgentRef;
@@ -76,7 +76,7 @@ pub(crate) fn first_prompt(
         (prompt.session_id == target.session).then_some((e.seq, prompt))
     });
     if let Some((at, prompt)) = earlier {
-        let sent = once::send_once(target, None, &prompt.message_id, &prompt.text, at)?;
+        let sent = send(target, &prompt, at)?;
         return Ok(Some((prompt, sent)));
     }
     let dispatch = dispatch()?;
@@ -101,6 +101,7 @@ pub(crate) fn first_prompt(
             session_id: prompt.session_id.clone(),
             message_id: prompt.message_id.clone(),
             via: VIA_PROMPT.to_owned(),
+            attempt: 0,
         })
         .collect();
     let mut events = vec![NewEvent::new(
@@ -114,19 +115,13 @@ pub(crate) fn first_prompt(
     let decided = agent_log::append_decision::<SessionPrompt>(
         target.client,
         target.agent,
-        &producer,
+        (&producer, 0),
         &events,
     )?;
     if let Some(earlier) = decided.earlier {
         // Decided meanwhile elsewhere, with the deliveries it carried: read them.
         *inbox = Inbox::read(target.client, target.agent)?;
-        let sent = once::send_once(
-            target,
-            None,
-            &earlier.message_id,
-            &earlier.text,
-            decided.seq,
-        )?;
+        let sent = send(target, &earlier, decided.seq)?;
         return Ok(Some((earlier, sent)));
     }
     for (offset, record) in (1..).zip(carried) {
@@ -136,4 +131,18 @@ pub(crate) fn first_prompt(
         .kilo
         .prompt(target.session, &prompt.message_id, &prompt.text)?;
     Ok(Some((prompt, true)))
+}
+
+/// Sends a recorded first prompt unless it arrived. The session was empty when it was decided,
+/// so no message can have come after it; should one have, it is sent all the same.
+fn send(target: &Target<'_>, prompt: &SessionPrompt, decided_at: u64) -> Result<bool> {
+    let (id, text) = (&prompt.message_id, &prompt.text);
+    Ok(match once::send_once(target, None, id, text, decided_at)? {
+        Sent::Now => true,
+        Sent::Before => false,
+        Sent::Stale => {
+            target.kilo.prompt(target.session, id, text)?;
+            true
+        }
+    })
 }

@@ -13,6 +13,7 @@
 //!    session gets the dispatch's prompt, the prior conversation and the message sent in the
 //!    gap, once ([`fresh`]).
 
+mod crashed;
 mod fresh;
 mod latency;
 
@@ -129,6 +130,12 @@ fn act_b(stage: &Stage<'_>, root: &Path, a: &LeftByA) -> Result<ResumeReport> {
     let dispatch = dispatch_prompt(booted.mayor()?);
     let home = root.join(format!("agent-home-{MAYOR}"));
     let restored = container_b::start_kilo(stage, &home, &a.session)?;
+    let unsent = crashed::decide_unsent(stage, &a.session)?;
+    stage.say(&format!(
+        "   a container that died before sending it had recorded the gap's message (seq {}) as \
+         {}",
+        unsent.seq, unsent.message_id
+    ));
     let before = stage.model.requests().len();
     let client = stage.client()?;
     let agent = AgentRef::new(&stage.town, RIG, MAYOR)?;
@@ -165,6 +172,7 @@ fn act_b(stage: &Stage<'_>, root: &Path, a: &LeftByA) -> Result<ResumeReport> {
     ));
     let messages = wait_settled(&restored.kilo, &a.session, REPLY_GAP)?;
     check_recovered(stage, &outcome, &messages, &a.cut, before)?;
+    check_unsent_sent_once(&outcome, &messages, &unsent)?;
     stage.say("   ✓ one continuation carried the streamed text; its reply finished the cut turn");
     stage.say("   ✓ the message sent in the gap went into the restored session once, answered");
     let again = resume::after_start(&client, &agent, restored.kilo.url(), &options, &|_| {})?;
@@ -281,6 +289,41 @@ fn check_recovered(
     Ok(())
 }
 
+/// The delivery a dead container had decided went in once, under a fresh id (the old one no
+/// longer sorted last), and was answered.
+fn check_unsent_sent_once(
+    outcome: &ResumeOutcome,
+    messages: &[KiloMessage],
+    unsent: &crashed::Unsent,
+) -> Result<()> {
+    let gap = messages
+        .iter()
+        .position(|m| m.info.role == "user" && m.text().starts_with(GAP_NOTE));
+    let delivered = outcome.delivered.iter().find(|d| d.seq == unsent.seq);
+    let fits = match (gap, delivered) {
+        (Some(at), Some(d)) => {
+            let message = &messages[at];
+            let answered = messages[at + 1..]
+                .iter()
+                .any(|m| m.info.role == "assistant" && m.text() == REPLY_GAP);
+            d.sent
+                && message.info.id == d.message_id
+                && d.message_id != unsent.message_id
+                && answered
+        }
+        _ => false,
+    };
+    if !fits {
+        bail!(
+            "the delivery recorded as {} was not sent once under a fresh id and answered: \
+             {delivered:?}\n{}",
+            unsent.message_id,
+            show_messages(messages)
+        );
+    }
+    Ok(())
+}
+
 fn check_nothing_again(
     stage: &Stage<'_>,
     kilo: &Kilo,
@@ -332,8 +375,14 @@ impl Stage<'_> {
 
     /// `POST /api/towns/{town}/mayor/message {text}`: the answer's body.
     fn post_mayor_message(&self, text: &str) -> Result<String> {
-        let url = format!("{}/api/towns/{}/mayor/message", self.api.base(), self.town);
-        let body = serde_json::to_string(&serde_json::json!({ "text": text }))?;
+        let path = format!("/api/towns/{}/mayor/message", self.town);
+        self.post_json(&path, &serde_json::json!({ "text": text }))
+    }
+
+    /// `POST path` with a JSON body: the answer's body.
+    fn post_json(&self, path: &str, body: &serde_json::Value) -> Result<String> {
+        let url = format!("{}{path}", self.api.base());
+        let body = serde_json::to_string(body)?;
         let mut response = ureq::post(&url)
             .header("Authorization", format!("Bearer {}", self.api.token()))
             .header("Content-Type", "application/json")
@@ -344,7 +393,7 @@ impl Stage<'_> {
             .with_context(|| format!("POST {url}"))?;
         let answer = response.body_mut().read_to_string()?;
         if !response.status().is_success() {
-            bail!("POST /mayor/message: {}: {answer}", response.status());
+            bail!("POST {path}: {}: {answer}", response.status());
         }
         Ok(answer)
     }
