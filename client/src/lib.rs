@@ -10,7 +10,9 @@
 //! container without one pending: after a `kill -9` nothing was deferred), `drain` (on SIGTERM: container eviction, then flush
 //! every agent's snapshot within a time budget), `tail` (follow an agent's events live), and
 //! the agent [`sidecar`]: beside each `kilo serve` for its whole life, it forwards the runtime's
-//! events into the agent's log exactly once and pushes kilo.db whenever a turn ends.
+//! events into the agent's log exactly once and pushes kilo.db whenever a turn ends, and
+//! [`resume`]: once a runtime comes back, the agent's session found (or started with its
+//! dispatch), a reply a crash cut finished once, and its inbox delivered exactly once.
 //!
 //! Everything is blocking (no async runtime). Transient failures (connection refused, timeouts,
 //! 5xx, 503 with `Retry-After`) are retried with exponential backoff and jitter within a
@@ -50,6 +52,7 @@ pub mod error;
 pub mod http;
 pub mod ids;
 mod progress;
+pub mod resume;
 pub mod retry;
 pub mod sidecar;
 pub mod snapshot;

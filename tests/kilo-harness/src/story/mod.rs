@@ -25,6 +25,7 @@ mod container_a;
 mod container_b;
 mod local_host;
 pub mod outage;
+pub mod resume;
 pub mod script;
 pub mod stasis;
 
