@@ -31,6 +31,9 @@ pub struct ServeConfig {
     /// How long uploaded chunks no manifest names yet are kept (an upload
     /// in progress) before they are collected.
     pub snapshot_pending_ttl: Duration,
+    /// A town's current container counts as alive this many seconds after
+    /// its newest heartbeat.
+    pub liveness_timeout_secs: u64,
     /// The keys tokens are signed and verified with; `None` serves
     /// loopback only, without auth.
     pub keys: Option<KeyRing>,
@@ -111,6 +114,7 @@ impl ServeConfig {
             max_events_per_agent: self.max_events_per_agent,
             snapshot_inline_limit: self.snapshot_inline_limit,
             snapshot_limit: self.snapshot_limit,
+            liveness_timeout_secs: self.liveness_timeout_secs,
         }
         .check()?;
         self.check_limits()

@@ -39,6 +39,7 @@ fn objects(data: &std::path::Path) -> HostObjects {
         snapshot_inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
         snapshot_limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
         snapshot_pending_ttl: std::time::Duration::from_secs(3600),
+        liveness_timeout_secs: 60,
         keys: None,
         server: ServerLimits::default(),
         objects: ObjectLimits::default(),

@@ -43,6 +43,7 @@ struct Inner {
     snapshot_inline_limit: u64,
     snapshot_limit: u64,
     snapshot_pending_ttl_ms: i64,
+    liveness_timeout_ms: u64,
     kv: Arc<KvFolder>,
     open: OpenObjects,
     readiness: Readiness,
@@ -65,6 +66,7 @@ impl HostObjects {
                 snapshot_limit: config.snapshot_limit,
                 snapshot_pending_ttl_ms: i64::try_from(config.snapshot_pending_ttl.as_millis())
                     .unwrap_or(i64::MAX),
+                liveness_timeout_ms: config.liveness_timeout_secs.saturating_mul(1000),
                 kv: Arc::new(kv),
                 open: OpenObjects::new(config.objects.clone()),
                 readiness: Readiness::new(config.data_dir.clone(), config.durability),
@@ -203,6 +205,10 @@ impl Objects for HostObjects {
 
     async fn ready(&self) -> Result<(), DomainError> {
         self.inner.readiness.check().await
+    }
+
+    fn liveness_timeout_ms(&self) -> u64 {
+        self.inner.liveness_timeout_ms
     }
 
     fn now_ms(&self) -> i64 {

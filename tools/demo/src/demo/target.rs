@@ -49,6 +49,7 @@ impl Target {
             snapshot_inline_limit: stasis_domain::snapshot::DEFAULT_INLINE_LIMIT,
             snapshot_limit: stasis_domain::snapshot::DEFAULT_SNAPSHOT_LIMIT,
             snapshot_pending_ttl: std::time::Duration::from_secs(3600),
+            liveness_timeout_secs: 60,
             keys: None,
             server: ServerLimits::default(),
             objects: ObjectLimits::default(),
