@@ -136,6 +136,13 @@ impl Running {
     }
 }
 
+/// Registers `agent` as the town's mayor.
+fn register(client: &Client, agent: &AgentRef) {
+    let _: Value = client
+        .put_json(&agent.path(""), &json!({"role": "mayor"}), None)
+        .expect("registered");
+}
+
 fn a_container(town: &str, container: &str) -> Client {
     let client = client(town);
     town::heartbeat(&client, town, container, None).expect("heartbeat");
@@ -151,6 +158,7 @@ fn a_turns_end_leaves_a_snapshot_whose_watermark_covers_it() {
     let kilo = FakeKilo::start();
     let client = a_container(&town, "c-1");
     let agent = AgentRef::new(&town, "hq", "mayor").expect("agent");
+    register(&client, &agent);
     let sidecar = Running::start(&client, &agent, &kilo, "c-1", dir.path());
 
     // A periodic push stores the database before the turn's end is even read.
@@ -206,6 +214,7 @@ fn a_restarted_sidecar_stores_nothing_again_that_the_log_holds() {
     };
 
     let first = a_container(&town, "c-1");
+    register(&first, &agent);
     let sidecar = Running::start(&first, &agent, &kilo, "c-1", dir.path());
     wait_for("the first resync", Duration::from_secs(30), || {
         (!resyncs(&first).is_empty() && copies(&first, "message.part.updated", "part", "t1") == 1)
@@ -215,6 +224,7 @@ fn a_restarted_sidecar_stores_nothing_again_that_the_log_holds() {
 
     // Another container's sidecar, with a state of its own, reads the same messages back.
     let second = a_container(&town, "c-2");
+    kilo_db(&dir.path().join("b/kilo.db"), "x");
     let sidecar = Running::start(&second, &agent, &kilo, "c-2", &dir.path().join("b"));
     let notes = wait_for("the second resync", Duration::from_secs(30), || {
         let notes = resyncs(&second);

@@ -213,7 +213,8 @@ fn a_registry_entry_is_fenced_like_the_whole_registry() {
     let zombie_delete = call("DELETE", &path).token(&a).send();
     assert_error(&zombie_delete, 409, "container_fenced");
     let other = call("PUT", &path).token(&b).json(&body("c-a")).send();
-    assert_error(&other, 403, "other_container");
+    let refused = assert_error(&other, 403, "forbidden");
+    assert_eq!(refused["reason"], json!("other_container"));
     town.assert_unchanged(&before);
     let own = call("PUT", &path).token(&b).json(&body("c-b")).send().ok();
     assert_eq!(own["container_id"], json!("c-b"));
