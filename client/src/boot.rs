@@ -5,7 +5,9 @@
 //! died without a drain (`kill -9`, a lost machine) deferred none, yet every agent it ran must
 //! start again in the new container with its context: so boot requests a dispatch
 //! (`POST .../rigs/{rig}/agents/{agent}/dispatch`) for every agent of the registry that ran in
-//! another container and has no pending dispatch.
+//! another container, has no pending dispatch, and needs one ([`crate::dispatch_need`]: its
+//! hydrated kilo.db lacks part of its conversation, or a reply was cut off). After a clean
+//! drain, whose last snapshots cover every agent's conversation, that is none.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::dispatch_need::{Need, dispatch_need};
 use crate::error::{Error, Result};
 use crate::http::Client;
 use crate::http::credentials::token_file;
@@ -93,9 +96,13 @@ pub struct BootReport {
     pub agents: Vec<AgentOutcome<Hydration>>,
     /// The dispatches the heartbeat released, as the server sent them.
     pub pending_dispatches: Vec<Value>,
-    /// The dispatches boot requested: one per registered agent that ran in another container
-    /// and had no pending dispatch, in registry order (none while the town still drains).
+    /// The dispatches boot requested: one per registered agent that ran in another container,
+    /// had no pending dispatch and needed one, in registry order (none while the town still
+    /// drains).
     pub requested_dispatches: Vec<AgentOutcome<DispatchRequest>>,
+    /// The agents that ran in another container and need no dispatch: their hydrated kilo.db
+    /// holds their whole conversation and nothing was cut off.
+    pub not_needed: Vec<RegisteredAgent>,
 }
 
 impl BootReport {
@@ -182,10 +189,10 @@ pub fn boot(
         on_agent(&outcome);
         agents.push(outcome);
     }
-    let requested_dispatches = if ran_elsewhere {
+    let (requested_dispatches, not_needed) = if ran_elsewhere {
         request_missing_dispatches(client, town, &agents, &beat.pending_dispatches)
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     Ok(BootReport {
         container_id: options.container_id.clone(),
@@ -194,18 +201,21 @@ pub fn boot(
         agents,
         pending_dispatches: beat.pending_dispatches,
         requested_dispatches,
+        not_needed,
     })
 }
 
-/// A dispatch for each of `agents` (each agent once) that none of `pending` is for.
+/// A dispatch for each of `agents` (each agent once) that none of `pending` is for and that
+/// needs one; the agents that need none come second.
 fn request_missing_dispatches(
     client: &Client,
     town: &str,
     agents: &[AgentOutcome<Hydration>],
     pending: &[Value],
-) -> Vec<AgentOutcome<DispatchRequest>> {
+) -> (Vec<AgentOutcome<DispatchRequest>>, Vec<RegisteredAgent>) {
     let mut asked: Vec<(&str, &str)> = Vec::new();
     let mut requested = Vec::new();
+    let mut not_needed = Vec::new();
     for outcome in agents {
         let agent = &outcome.agent;
         let key = (agent.rig_id.as_str(), agent.agent_id.as_str());
@@ -213,13 +223,30 @@ fn request_missing_dispatches(
             continue;
         }
         asked.push(key);
+        if need(client, town, outcome).is_none() {
+            not_needed.push(agent.clone());
+            continue;
+        }
         requested.push(AgentOutcome {
             agent: agent.clone(),
             path: outcome.path.clone(),
             result: request_dispatch(client, town, agent),
         });
     }
-    requested
+    (requested, not_needed)
+}
+
+/// Why the agent of `outcome` needs a dispatch, if it does (a failed hydration always does).
+fn need(client: &Client, town: &str, outcome: &AgentOutcome<Hydration>) -> Option<Need> {
+    let watermark = match &outcome.result {
+        Hydration::Pulled(pulled) => pulled.event_seq,
+        Hydration::NoSnapshot => None,
+        Hydration::Failed(e) => return Some(Need::Unknown(e.to_string())),
+    };
+    match AgentRef::new(town, &outcome.agent.rig_id, &outcome.agent.agent_id) {
+        Ok(agent) => dispatch_need(client, &agent, watermark),
+        Err(e) => Some(Need::Unknown(e.to_string())),
+    }
 }
 
 /// Whether `dispatch` is `agent`'s (by `agent_id`, and `rig_id` when it names one).

@@ -47,6 +47,7 @@ pub mod atomic_write;
 pub mod backup;
 pub mod boot;
 pub mod config;
+pub mod dispatch_need;
 pub mod drain;
 pub mod error;
 pub mod http;

@@ -118,6 +118,10 @@ impl Objects for EdgeObjects {
         answer.read(call_object(&stub, "https://town.stasis/call", &body, &name).await?)
     }
 
+    fn liveness_timeout_ms(&self) -> u64 {
+        self.storage.liveness_timeout_ms()
+    }
+
     /// Tails are served inside the agent's object, which is woken by its own
     /// appends; the worker itself only ever polls.
     async fn wait_for_events(&self, _key: &AgentKey, _last_seq: u64, timeout: Duration) {

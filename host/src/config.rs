@@ -33,6 +33,9 @@ pub struct ServeConfig {
     pub snapshot_pending_ttl: Duration,
     /// How long a superseded or deleted version's chunks stay readable.
     pub snapshot_grace: Duration,
+    /// A town's current container counts as alive this many seconds after
+    /// its newest heartbeat.
+    pub liveness_timeout_secs: u64,
     /// The keys tokens are signed and verified with; `None` serves
     /// loopback only, without auth.
     pub keys: Option<KeyRing>,
@@ -114,6 +117,7 @@ impl ServeConfig {
             snapshot_inline_limit: self.snapshot_inline_limit,
             snapshot_limit: self.snapshot_limit,
             snapshot_grace_ms: u64::try_from(self.snapshot_grace.as_millis()).unwrap_or(u64::MAX),
+            liveness_timeout_secs: self.liveness_timeout_secs,
         }
         .check()?;
         self.check_limits()

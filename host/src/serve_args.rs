@@ -37,6 +37,11 @@ pub struct ServeArgs {
     /// version is not cut.
     #[arg(long, env = "STASIS_SNAPSHOT_GRACE", default_value = "5m")]
     snapshot_grace: humantime::Duration,
+    /// A town's current container counts as alive this many seconds after
+    /// its newest heartbeat: a message for an agent is delivered to its
+    /// session only while its container is alive, else it is redispatched.
+    #[arg(long, env = "STASIS_LIVENESS_TIMEOUT_SECS", default_value_t = stasis_domain::town::DEFAULT_LIVENESS_TIMEOUT_MS / 1000)]
+    liveness_timeout_secs: u64,
     /// How log lines are written: `text` for people, `json` (one object
     /// a line) for a log pipeline.
     #[arg(long, env = "STASIS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -106,6 +111,7 @@ impl ServeArgs {
             snapshot_limit: self.max_snapshot_bytes,
             snapshot_pending_ttl: self.snapshot_pending_ttl.into(),
             snapshot_grace: self.snapshot_grace.into(),
+            liveness_timeout_secs: self.liveness_timeout_secs,
             keys: config::load_keys(self.secret.sources())?,
             server: ServerLimits {
                 header_timeout: limits.header_timeout.into(),

@@ -23,6 +23,12 @@ pub fn boot(client: &Client, out: &Output, args: BootArgs) -> Result<u8, Error> 
     for requested in &report.requested_dispatches {
         out.note(&describe_request(requested));
     }
+    for agent in &report.not_needed {
+        out.note(&format!(
+            "no dispatch for {}/{}: its kilo.db holds its whole conversation",
+            agent.rig_id, agent.agent_id
+        ));
+    }
     out.note(&format!(
         "heartbeat: draining {}, cleared a drain {}, {} agent(s), {} pending dispatch(es), {} requested",
         report.draining,

@@ -48,6 +48,7 @@ mod shrink;
 mod snapshots;
 mod state;
 mod stats;
+mod stored;
 mod stream;
 
 use std::collections::VecDeque;

@@ -7,7 +7,10 @@
 //! so sending a full state again is harmless.
 //!
 //! What comes back: every message created, completed or still unfinished since the gap began
-//! (`MARGIN_MS` earlier, for clock slack), with its finished parts. What does not: a text or
+//! (`MARGIN_MS` earlier, for clock slack), with its finished parts, less what the agent's log
+//! already holds in that very state (`stored.rs`): a message whose latest stored `info`, or a
+//! part whose latest stored state, equals the runtime's is not sent again, so a restarted
+//! sidecar stores no copy of what an earlier one (in this container or another) stored. What does not: a text or
 //! reasoning part still streaming at that moment (kilo stores its text only when it ends; its
 //! final update follows on the stream), and everything that is not a message: session status,
 //! `session.idle`, todos, diffs, and removals (`message.removed` of a revert in the gap).
@@ -18,6 +21,7 @@ use serde_json::value::RawValue;
 use super::event::{Outgoing, encode};
 use super::queue::{Gap, Resync, ResyncReason};
 use super::runtime::{MessageWithParts, Runtime};
+use super::stored::{Said, StoredLog};
 use crate::error::Result;
 use crate::ids::check_id;
 
@@ -81,6 +85,8 @@ struct ResyncNote<'a> {
     since_ms: u64,
     messages: usize,
     parts: usize,
+    /// Messages and parts the log already held as they are: not sent again.
+    already_stored: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
 }
@@ -102,11 +108,22 @@ pub(crate) fn gap_event(gap: &Gap, now_ms: u64) -> Result<Outgoing, String> {
     Ok(encode(GAP_EVENT, None, Some(&data), now_ms)?.0)
 }
 
-/// Reads back what changed since `resync.since_ms` and encodes it, note first. A runtime
-/// that does not answer gives the note alone, with the error.
-pub(crate) fn read_back(runtime: &Runtime, resync: &Resync, now_ms: u64) -> Resent {
+/// Reads back what changed since `resync.since_ms`, drops what `log` already holds, and
+/// encodes the rest, note first. A runtime (or a log) that does not answer gives the note
+/// alone, with the error.
+pub(crate) fn read_back(
+    runtime: &Runtime,
+    resync: &Resync,
+    now_ms: u64,
+    log: &dyn StoredLog,
+) -> Resent {
     let since = resync.since_ms.saturating_sub(MARGIN_MS);
-    let (changes, error) = match changed_messages(runtime, since, now_ms) {
+    let read = changed_messages(runtime, since, now_ms).and_then(|mut changes| {
+        let stored = log.stored(&changes.sessions)?;
+        changes.drop_stored(|said, value| stored.holds(said, value));
+        Ok(changes)
+    });
+    let (changes, error) = match read {
         Ok(changes) => (changes, None),
         Err(e) => (Changes::default(), Some(e.to_string())),
     };
@@ -115,6 +132,7 @@ pub(crate) fn read_back(runtime: &Runtime, resync: &Resync, now_ms: u64) -> Rese
         since_ms: since,
         messages: changes.messages,
         parts: changes.parts,
+        already_stored: changes.already_stored,
         error: error.as_deref(),
     };
     let mut events = Vec::with_capacity(changes.events.len() + 1);
@@ -123,7 +141,7 @@ pub(crate) fn read_back(runtime: &Runtime, resync: &Resync, now_ms: u64) -> Rese
     {
         events.push(event);
     }
-    events.extend(changes.events);
+    events.extend(changes.events.into_iter().map(|(event, _)| event));
     Resent {
         events,
         messages: changes.messages,
@@ -134,9 +152,32 @@ pub(crate) fn read_back(runtime: &Runtime, resync: &Resync, now_ms: u64) -> Rese
 
 #[derive(Debug, Default)]
 struct Changes {
-    events: Vec<Outgoing>,
+    /// Each event with what it says (the message's `info`, or the part).
+    events: Vec<(Outgoing, Option<(Said, serde_json::Value)>)>,
     messages: usize,
     parts: usize,
+    /// Sessions the events belong to.
+    sessions: Vec<String>,
+    already_stored: usize,
+}
+
+impl Changes {
+    /// Drops the events whose message or part `held` says the log holds as they are.
+    fn drop_stored(&mut self, held: impl Fn(&Said, &serde_json::Value) -> bool) {
+        let before = self.events.len();
+        self.events
+            .retain(|(_, said)| !said.as_ref().is_some_and(|(said, value)| held(said, value)));
+        let messages = |events: &[(Outgoing, Option<(Said, serde_json::Value)>)]| {
+            events
+                .iter()
+                .filter(|(_, s)| matches!(s, Some((Said::Message(_), _))))
+                .count()
+        };
+        let kept_messages = messages(&self.events);
+        self.already_stored = before - self.events.len();
+        self.parts = self.events.len() - kept_messages;
+        self.messages = kept_messages;
+    }
 }
 
 fn changed_messages(runtime: &Runtime, since: u64, now_ms: u64) -> Result<Changes> {
@@ -152,8 +193,12 @@ fn changed_messages(runtime: &Runtime, since: u64, now_ms: u64) -> Result<Change
     });
     let mut changes = Changes::default();
     for session in sessions {
+        let before = changes.events.len();
         for message in runtime.messages(&session.id)? {
             add_message(&mut changes, &session.id, &message, since, now_ms);
+        }
+        if changes.events.len() > before {
+            changes.sessions.push(session.id);
         }
     }
     Ok(changes)
@@ -178,7 +223,8 @@ fn add_message(
         info: &message.info,
     };
     if let Some(event) = encoded("message.updated", session_id, &updated, now_ms) {
-        changes.events.push(event);
+        let said = said(Said::Message, &message.info);
+        changes.events.push((event, said));
         changes.messages += 1;
     }
     for part in message.parts.iter().filter(|p| !still_streaming(p)) {
@@ -188,10 +234,17 @@ fn add_message(
             time: now_ms,
         };
         if let Some(event) = encoded("message.part.updated", session_id, &updated, now_ms) {
-            changes.events.push(event);
+            changes.events.push((event, said(Said::Part, part)));
             changes.parts += 1;
         }
     }
+}
+
+/// What `raw` says, keyed by its `id` (`None`: no id, always sent).
+fn said(key: fn(String) -> Said, raw: &RawValue) -> Option<(Said, serde_json::Value)> {
+    let value: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
+    let id = value.get("id")?.as_str()?.to_owned();
+    Some((key(id), value))
 }
 
 fn encoded(kind: &str, session_id: &str, data: &impl Serialize, now_ms: u64) -> Option<Outgoing> {
@@ -246,7 +299,7 @@ mod tests {
         changes
             .events
             .iter()
-            .map(|e| serde_json::from_str(e.json.get()).expect("JSON"))
+            .map(|(e, _)| serde_json::from_str(e.json.get()).expect("JSON"))
             .collect()
     }
 
@@ -310,6 +363,40 @@ mod tests {
         assert!(
             resent(&failed, 1000).is_empty(),
             "an error finishes a reply"
+        );
+    }
+
+    #[test]
+    fn what_the_log_holds_as_it_is_is_not_sent_again() {
+        let reply = message(
+            r#"{"id":"a","role":"assistant","time":{"created":600}}"#,
+            &[
+                r#"{"id":"c","type":"tool","tool":"bash","state":{"status":"completed"}}"#,
+                r#"{"id":"d","type":"tool","tool":"bash","state":{"status":"running"}}"#,
+            ],
+        );
+        let mut changes = Changes::default();
+        add_message(&mut changes, "ses_1", &reply, 1000, 99);
+        let mut stored = crate::sidecar::stored::Stored::default();
+        // The log holds the message as it is and part `c` as it is; part `d` in an older state.
+        for data in [
+            r#"{"info":{"id":"a","role":"assistant","time":{"created":600}}}"#,
+            r#"{"part":{"id":"c","type":"tool","tool":"bash","state":{"status":"completed"}}}"#,
+            r#"{"part":{"id":"d","type":"tool","tool":"bash","state":{"status":"pending"}}}"#,
+        ] {
+            stored.record(&serde_json::from_str(data).expect("JSON"));
+        }
+        changes.drop_stored(|said, value| stored.holds(said, value));
+        let sent: Vec<Value> = changes
+            .events
+            .iter()
+            .map(|(e, _)| serde_json::from_str(e.json.get()).expect("JSON"))
+            .collect();
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert_eq!(sent[0]["data"]["part"]["id"], "d");
+        assert_eq!(
+            (changes.messages, changes.parts, changes.already_stored),
+            (0, 1, 2)
         );
     }
 

@@ -14,6 +14,10 @@ use crate::ids::check_id;
 
 /// Largest JSON answer read from the runtime (a long session's messages).
 const JSON_LIMIT: u64 = 256 * 1024 * 1024;
+/// The longest one health probe may take. kilo never answers a request that reaches it just as
+/// its port starts accepting: a probe given the whole start timeout would spend it waiting on
+/// that one request, so each probe is short and the next one goes out.
+const HEALTH_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A session as `GET /session` lists it.
 #[derive(Debug, Clone, Deserialize)]
@@ -80,12 +84,23 @@ impl Runtime {
         format!("{}{path}", self.base)
     }
 
-    /// Polls `GET /global/health` until it answers 2xx or `timeout` passes.
+    /// Polls `GET /global/health` until it answers 2xx or `timeout` passes, each probe bounded
+    /// by [`HEALTH_PROBE_TIMEOUT`] (and by what is left of `timeout`).
     pub(crate) fn wait_healthy(&self, timeout: Duration) -> Result<()> {
         let started = Instant::now();
         let what = format!("GET {}", self.url("/global/health"));
         loop {
-            let detail = match self.agent.get(self.url("/global/health")).call() {
+            let left = timeout.saturating_sub(started.elapsed());
+            let probe = HEALTH_PROBE_TIMEOUT
+                .min(left)
+                .max(Duration::from_millis(50));
+            let request = self
+                .agent
+                .get(self.url("/global/health"))
+                .config()
+                .timeout_global(Some(probe))
+                .build();
+            let detail = match request.call() {
                 Ok(response) if response.status().is_success() => return Ok(()),
                 Ok(response) => format!("answered {}", response.status()),
                 Err(e) => e.to_string(),
@@ -174,6 +189,36 @@ mod tests {
         for bad in ["127.0.0.1:4096", "http://", "http://x/?a", "ftp://x"] {
             assert!(Runtime::new(bad).is_err(), "{bad}");
         }
+    }
+
+    /// A runtime whose first connection is accepted and never answered (kilo at the moment its
+    /// port opens), and which answers every later request: healthy well within the start
+    /// timeout, not after the first request's own timeout.
+    #[test]
+    #[allow(clippy::expect_used, reason = "a test fails loudly")]
+    fn a_probe_that_gets_no_answer_is_retried_within_the_start_timeout() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        let port = listener.local_addr().expect("its address").port();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for (index, stream) in listener.incoming().take(20).enumerate() {
+                let Ok(mut stream) = stream else { continue };
+                if index == 0 {
+                    held.push(stream);
+                    continue;
+                }
+                let mut request = [0u8; 1024];
+                let _ = std::io::Read::read(&mut stream, &mut request);
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+                );
+            }
+        });
+        let runtime = Runtime::new(&format!("http://127.0.0.1:{port}")).expect("a URL");
+        // Shorter than the runtime client's 30 s answer timeout, which the first probe got.
+        let result = runtime.wait_healthy(Duration::from_secs(20));
+        assert!(result.is_ok(), "{result:?}");
     }
 
     #[test]

@@ -2,7 +2,11 @@
 //! turn has ended and its `session.idle` is stored, every interval while the database (or its
 //! `-wal`) keeps changing, and once more at the stop. Its watermark (`X-Stasis-Event-Seq`) is
 //! the newest seq stasis acknowledged before the copy was taken. An unchanged database is not
-//! pushed: not when its files did not change, nor when its copy hashes to what stasis holds.
+//! pushed: not when its files did not change, nor when its copy hashes to what stasis holds,
+//! except at a turn's end and at the stop while the stored snapshot's watermark is older than
+//! the newest acknowledged seq: the same bytes are then pushed again with the newer watermark,
+//! so that a turn's end always leaves a snapshot whose watermark covers it (a periodic push may
+//! have stored the turn's database before its `session.idle` was acknowledged).
 //! A failed push is logged and tried again at the next trigger. It runs beside forwarding and
 //! never holds it up.
 
@@ -60,13 +64,36 @@ pub(crate) struct Snapshotter {
 struct Pushed {
     /// The files when the last stored copy was taken.
     fingerprint: Option<Fingerprint>,
-    /// The sha256 stasis holds: `None` until asked, `Some(None)` for no snapshot.
-    server_sha: Option<Option<String>>,
+    /// The snapshot stasis holds: `None` until asked, `Some(None)` for none.
+    held: Option<Option<Held>>,
     /// The last failure logged, so that a lasting one is logged once.
     last_error: Option<String>,
     /// The chunks of the last snapshot pushed by chunks (cleared by a failed push), so the next
     /// push uploads the chunks that differ without asking which the server lacks.
     previous: Option<Arc<ChunkedFile>>,
+}
+
+/// A stored snapshot: its bytes' sha256 and its watermark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Held {
+    sha256: String,
+    watermark: u64,
+}
+
+impl Pushed {
+    /// Whether the stored snapshot's watermark is `watermark` or newer (unknown: no).
+    fn covers(&self, watermark: u64) -> bool {
+        matches!(&self.held, Some(Some(held)) if held.watermark >= watermark)
+    }
+}
+
+/// Whether a push must also bring the stored watermark up to the newest acknowledged seq.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cover {
+    /// A turn ended, or the sidecar stops: yes.
+    Acked,
+    /// A periodic check: only changed bytes matter.
+    Changes,
 }
 
 impl Snapshotter {
@@ -78,35 +105,44 @@ impl Snapshotter {
             let wait = next_tick.saturating_duration_since(Instant::now());
             match self.calls.recv_timeout(wait) {
                 Ok(SnapshotCall::TurnEnded) => {
-                    self.push_if_changed(&mut pushed, "a turn ended", None);
+                    self.push_if_changed(&mut pushed, "a turn ended", None, Cover::Acked);
                 }
                 Ok(SnapshotCall::Final) => {
                     let deadline = self.control.stop_deadline();
-                    let done = self.push_if_changed(&mut pushed, "stopping", deadline);
+                    let done =
+                        self.push_if_changed(&mut pushed, "stopping", deadline, Cover::Acked);
                     self.control.set_last_snapshot(done);
                     return;
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     next_tick = Instant::now() + self.interval;
-                    self.push_if_changed(&mut pushed, "the database changed", None);
+                    self.push_if_changed(&mut pushed, "the database changed", None, Cover::Changes);
                 }
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         }
     }
 
-    /// Pushes when the database changed since the last stored copy; answers whether the
-    /// database is now stored (pushed now, or unchanged, or absent).
-    fn push_if_changed(&self, pushed: &mut Pushed, why: &str, deadline: Option<Instant>) -> bool {
+    /// Pushes when the database changed since the last stored copy (or, with [`Cover::Acked`],
+    /// when the stored watermark is older than the newest acknowledged seq); answers whether
+    /// the database is now stored (pushed now, or unchanged, or absent).
+    fn push_if_changed(
+        &self,
+        pushed: &mut Pushed,
+        why: &str,
+        deadline: Option<Instant>,
+        cover: Cover,
+    ) -> bool {
         let Some(fingerprint) = fingerprint(&self.db) else {
             return true;
         };
-        if pushed.fingerprint.as_ref() == Some(&fingerprint) {
+        let watermark = self.acked.load(Ordering::SeqCst);
+        let covered = cover == Cover::Changes || pushed.covers(watermark);
+        if pushed.fingerprint.as_ref() == Some(&fingerprint) && covered {
             return true;
         }
-        let watermark = self.acked.load(Ordering::SeqCst);
         let started = Instant::now();
-        match self.push(pushed, watermark, deadline) {
+        match self.push(pushed, watermark, deadline, cover) {
             Ok(receipt) => {
                 pushed.fingerprint = Some(fingerprint);
                 pushed.last_error = None;
@@ -150,6 +186,7 @@ impl Snapshotter {
         pushed: &mut Pushed,
         watermark: u64,
         deadline: Option<Instant>,
+        cover: Cover,
     ) -> Result<Option<PushReceipt>> {
         let deadline = deadline.unwrap_or_else(|| Instant::now() + PUSH_TIMEOUT);
         let left = deadline.saturating_duration_since(Instant::now());
@@ -161,10 +198,11 @@ impl Snapshotter {
         let bytes = copy.bytes()?;
         let image = bytes.image();
         let chunked = image.chunked()?;
-        let server_sha = pushed
-            .server_sha
-            .get_or_insert_with(|| self.server_sha(deadline));
-        if server_sha.as_deref() == Some(chunked.sha256.as_str()) {
+        let held = pushed
+            .held
+            .get_or_insert_with(|| self.server_held(deadline));
+        let same_bytes = held.as_ref().is_some_and(|h| h.sha256 == chunked.sha256);
+        if same_bytes && (cover == Cover::Changes || pushed.covers(watermark)) {
             return Ok(None);
         }
         let options = PushOptions {
@@ -180,12 +218,16 @@ impl Snapshotter {
         {
             pushed.previous = Some(Arc::new(chunked));
         }
-        pushed.server_sha = Some(Some(receipt.sha256.clone()));
+        pushed.held = Some(Some(Held {
+            sha256: receipt.sha256.clone(),
+            watermark,
+        }));
         Ok(Some(receipt))
     }
 
-    /// `HEAD /db-snapshot`: the sha256 stasis holds (`None` when none, or when unknown).
-    fn server_sha(&self, deadline: Instant) -> Option<String> {
+    /// `HEAD /db-snapshot`: the sha256 and watermark stasis holds (`None` when none, or when
+    /// unknown).
+    fn server_held(&self, deadline: Instant) -> Option<Held> {
         let url = self.client.config().url(&self.agent.path("/db-snapshot"));
         let request = self
             .client
@@ -195,7 +237,11 @@ impl Snapshotter {
         if !response.status().is_success() {
             return None;
         }
-        http::header(&response, "x-stasis-sha256").map(str::to_ascii_lowercase)
+        let sha256 = http::header(&response, "x-stasis-sha256")?.to_ascii_lowercase();
+        let watermark = http::header(&response, "x-stasis-event-seq")
+            .and_then(|seq| seq.trim().parse().ok())
+            .unwrap_or(0);
+        Some(Held { sha256, watermark })
     }
 }
 

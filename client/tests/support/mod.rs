@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use stasis_client::{Client, Config, RetryPolicy};
 
+pub mod fake_kilo;
+
 /// A request as the mock received it.
 #[derive(Debug, Clone)]
 pub struct Request {

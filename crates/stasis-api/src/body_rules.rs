@@ -66,7 +66,10 @@ pub fn check(
         }
         Endpoint::Agent(
             _,
-            AgentEndpoint::Record | AgentEndpoint::Session(_) | AgentEndpoint::Dispatch,
+            AgentEndpoint::Record
+            | AgentEndpoint::Session(_)
+            | AgentEndpoint::Dispatch
+            | AgentEndpoint::Inbox,
         )
         | Endpoint::Town(_, TownEndpoint::MayorMessage | TownEndpoint::Registry) => {
             DOCUMENT_ENVELOPE

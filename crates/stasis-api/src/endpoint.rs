@@ -80,6 +80,12 @@ pub enum AgentEndpoint {
     Import,
     /// `/dispatch`
     Dispatch,
+    /// `/inbox`: a message for the agent, persisted and routed.
+    Inbox,
+    /// `/api/towns/{town}/container-registry/agents/{rig}/{agent}`: the
+    /// agent's entry in the town's process registry (a town object call;
+    /// the path names one agent, so it resolves like the agent's routes).
+    RegistryEntry,
 }
 
 impl Endpoint {

@@ -1,4 +1,5 @@
-//! Messages for the Mayor, and explicit dispatches of one agent.
+//! Messages for the Mayor or any agent's inbox, and explicit dispatches of
+//! one agent.
 
 #![allow(
     clippy::disallowed_macros,
@@ -66,29 +67,104 @@ pub async fn mayor_message(
             format!("town {town_id:?} has no agent with role mayor"),
         ))
     })?;
-    let registry = objects.town(town_id, op::get_registry()).await?;
+    let key = AgentKey::new(town_id, &mayor.rig_id, &mayor.agent_id)?;
+    let liveness = objects.liveness_timeout_ms();
+    let message = Message {
+        text: &wanted.text,
+        retry_key: retry_key.as_deref(),
+    };
+    let action = persist_and_route(objects, &key, message, |seq| {
+        op::mayor_message(seq, liveness)
+    })
+    .await?;
+    render(objects, town_id, action).await
+}
+
+/// `POST /rigs/{rig}/agents/{agent}/inbox`: a message for any registered
+/// agent, persisted and routed exactly as a Mayor message is (for the
+/// Mayor, it is one). The agent must be in the town's directory (404
+/// `agent_not_found`, and nothing is written).
+pub async fn agent_inbox(
+    objects: &impl Objects,
+    key: &AgentKey,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Response<Bytes>, ApiError> {
+    let wanted: MessageBody = body::parse_json(body)?;
+    check_text(&wanted.text)?;
+    let retry_key = idempotency::key(headers)?;
+    let directory = objects.town(&key.town, op::list_agents()).await?;
+    if !directory
+        .iter()
+        .any(|a| a.rig_id == key.rig && a.agent_id == key.agent)
+    {
+        return Err(DomainError::NotFound(Refusal::new(
+            "agent_not_found",
+            format!(
+                "agent {:?} of rig {:?} is not registered in town {:?}",
+                key.agent, key.rig, key.town
+            ),
+        ))
+        .into());
+    }
+    let liveness = objects.liveness_timeout_ms();
+    let message = Message {
+        text: &wanted.text,
+        retry_key: retry_key.as_deref(),
+    };
+    let action = persist_and_route(objects, key, message, |seq| {
+        op::agent_message(key.rig.clone(), key.agent.clone(), seq, liveness)
+    })
+    .await?;
+    render(objects, &key.town, action).await
+}
+
+/// A user's message on its way into an agent's log.
+struct Message<'a> {
+    text: &'a str,
+    retry_key: Option<&'a str>,
+}
+
+/// Appends the message to the agent's log as a user message (in the
+/// agent's registry session, if it has one), then lets the town route it
+/// by its seq (`route` builds the town call).
+async fn persist_and_route<O: Objects>(
+    objects: &O,
+    key: &AgentKey,
+    message: Message<'_>,
+    route: impl FnOnce(u64) -> op::TownOperation<MayorAction>,
+) -> Result<MayorAction, ApiError> {
+    let registry = objects.town(&key.town, op::get_registry()).await?;
     let session_id = registry
         .agents
         .iter()
-        .find(|a| a.rig_id == mayor.rig_id && a.agent_id == mayor.agent_id)
+        .find(|a| a.rig_id == key.rig && a.agent_id == key.agent)
         .and_then(|a| a.session_id.clone());
-    let key = AgentKey::new(town_id, &mayor.rig_id, &mayor.agent_id)?;
     let message_id = format!(
         "stasis-user-{}-{}",
         objects.now_ms(),
-        &sha256_hex(wanted.text.as_bytes())[..12]
+        &sha256_hex(message.text.as_bytes())[..12]
     );
     let batch = AppendBatch {
         events: vec![NewEvent {
             event_type: recall::USER_MESSAGE_EVENT.to_owned(),
             session_id,
-            data: recall::user_message_data(&message_id, &wanted.text),
+            data: recall::user_message_data(&message_id, message.text),
         }],
-        producer: retry_key.as_deref().map(message_stamp),
+        producer: message.retry_key.map(message_stamp),
     };
-    let appended = objects.agent(&key, agent_op::append_events(batch)).await?;
-    let routed = op::mayor_message(appended.last_seq);
-    let view = match objects.town(town_id, routed).await? {
+    let appended = objects.agent(key, agent_op::append_events(batch)).await?;
+    Ok(objects.town(&key.town, route(appended.last_seq)).await?)
+}
+
+/// The answer to a routed message: 202 `deferred`, or 200 `deliver` /
+/// `redispatch` (with the dispatch built now).
+async fn render(
+    objects: &impl Objects,
+    town_id: &str,
+    action: MayorAction,
+) -> Result<Response<Bytes>, ApiError> {
+    let view = match action {
         MayorAction::Deferred => {
             return Ok(crate::reply::json(
                 StatusCode::ACCEPTED,
@@ -109,8 +185,9 @@ pub async fn mayor_message(
     Ok(crate::reply::json(StatusCode::OK, &view))
 }
 
-/// The producer stamp of a Mayor message sent with `key`: a producer of its
-/// own per key (a hash, so any key fits an id), whose one batch is seq 0.
+/// The producer stamp of a message sent with `key` (to the Mayor or any
+/// inbox): a producer of its own per key in the agent's log (a hash, so any
+/// key fits an id), whose one batch is seq 0.
 fn message_stamp(key: &str) -> ProducerStamp {
     ProducerStamp {
         producer_id: format!("mayor-message-{}", &sha256_hex(key.as_bytes())[..32]),

@@ -60,6 +60,13 @@ pub trait Objects {
     /// portable clock, so the runtime supplies it).
     fn now_ms(&self) -> i64;
 
+    /// How long a town's current container counts as alive after its
+    /// newest heartbeat, in ms (the runtime's setting; see
+    /// [`crate::settings::StorageSettings::liveness_timeout_secs`]).
+    fn liveness_timeout_ms(&self) -> u64 {
+        stasis_domain::town::DEFAULT_LIVENESS_TIMEOUT_MS
+    }
+
     /// These objects for one container token's request: every call that
     /// changes an object carries `fence`, and the object checks it in the
     /// call's own transaction before running it (an agent with

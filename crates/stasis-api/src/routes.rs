@@ -71,7 +71,13 @@ pub(crate) async fn body_buffered<O: Objects + Snapshots>(
         },
         Endpoint::RefreshToken => token_http::refresh(objects, keys, &caller, &body).await?,
         Endpoint::Agent(key, endpoint) => {
-            agent_endpoint(objects, &key, endpoint, &method, &query, &headers, body).await?
+            let request = AgentRequest {
+                caller: &caller,
+                method: &method,
+                query: &query,
+                headers: &headers,
+            };
+            agent_endpoint(objects, &key, endpoint, request, body).await?
         }
         Endpoint::Town(town, TownEndpoint::ContainerToken) => {
             token_http::container_token(objects, keys, &caller, &town, &body).await?
@@ -115,15 +121,27 @@ where
     }
 }
 
+/// What an agent endpoint may read of its request (its body apart).
+struct AgentRequest<'a> {
+    caller: &'a Caller,
+    method: &'a Method,
+    query: &'a query::Query,
+    headers: &'a HeaderMap,
+}
+
 async fn agent_endpoint<O: Objects + Snapshots>(
     objects: &O,
     key: &stasis_domain::ids::AgentKey,
     endpoint: AgentEndpoint,
-    method: &Method,
-    query: &query::Query,
-    headers: &HeaderMap,
+    request: AgentRequest<'_>,
     body: Bytes,
 ) -> Result<Response<Bytes>, ApiError> {
+    let AgentRequest {
+        caller,
+        method,
+        query,
+        headers,
+    } = request;
     match endpoint {
         AgentEndpoint::Record => agent_http::record(objects, key, method, &body).await,
         AgentEndpoint::Sessions => agent_http::sessions(objects, key).await,
@@ -146,6 +164,10 @@ async fn agent_endpoint<O: Objects + Snapshots>(
             snapshot_delta::get_manifest(objects, key, headers).await
         }
         AgentEndpoint::Dispatch => mayor_http::dispatch_agent(objects, key, &body).await,
+        AgentEndpoint::Inbox => mayor_http::agent_inbox(objects, key, headers, &body).await,
+        AgentEndpoint::RegistryEntry => {
+            town_http::registry_entry(objects, key, caller, method, &body).await
+        }
         AgentEndpoint::Events
         | AgentEndpoint::Export
         | AgentEndpoint::Import

@@ -1,6 +1,7 @@
-//! The storage settings both runtimes take, under one set of rules: the
-//! host refuses to start on a refused value, the edge answers every request
-//! 503 `not_configured` naming it. Neither falls back or clamps silently.
+//! The storage settings both runtimes take (and the container liveness
+//! timeout), under one set of rules: the host refuses to start on a refused
+//! value, the edge answers every request 503 `not_configured` naming it.
+//! Neither falls back or clamps silently.
 
 use stasis_domain::{limits, snapshot};
 use thiserror::Error;
@@ -18,6 +19,17 @@ pub struct StorageSettings {
     /// How long a superseded or deleted snapshot version's chunks stay
     /// readable (ms).
     pub snapshot_grace_ms: u64,
+    /// A town's current container counts as alive for this many seconds
+    /// after its newest heartbeat (a Mayor message is delivered only to a
+    /// live container); at least 1.
+    pub liveness_timeout_secs: u64,
+}
+
+impl StorageSettings {
+    /// [`Self::liveness_timeout_secs`] in ms.
+    pub fn liveness_timeout_ms(&self) -> u64 {
+        self.liveness_timeout_secs.saturating_mul(1000)
+    }
 }
 
 /// A setting the rules refuse.
@@ -36,6 +48,9 @@ pub enum SettingsError {
     /// Retention of nothing.
     #[error("{RETENTION} ({RETENTION_FLAG}) must be at least 1")]
     ZeroRetention,
+    /// A container that is never alive.
+    #[error("{LIVENESS} ({LIVENESS_FLAG}) must be at least 1")]
+    ZeroLiveness,
     /// An inline limit no Durable Object row can hold.
     #[error(
         "{INLINE} ({INLINE_FLAG}) may be at most {max} bytes (a Durable Object row holds at \
@@ -56,6 +71,8 @@ const SNAPSHOT_LIMIT: &str = "STASIS_MAX_SNAPSHOT_BYTES";
 const SNAPSHOT_LIMIT_FLAG: &str = "--max-snapshot-bytes";
 const GRACE: &str = "STASIS_SNAPSHOT_GRACE_MS";
 const GRACE_FLAG: &str = "--snapshot-grace";
+const LIVENESS: &str = "STASIS_LIVENESS_TIMEOUT_SECS";
+const LIVENESS_FLAG: &str = "--liveness-timeout-secs";
 
 impl Default for StorageSettings {
     fn default() -> Self {
@@ -64,6 +81,7 @@ impl Default for StorageSettings {
             snapshot_inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
             snapshot_limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
             snapshot_grace_ms: snapshot::DEFAULT_CHUNK_GRACE_MS.unsigned_abs(),
+            liveness_timeout_secs: stasis_domain::town::DEFAULT_LIVENESS_TIMEOUT_MS / 1000,
         }
     }
 }
@@ -85,6 +103,7 @@ impl StorageSettings {
             snapshot_inline_limit: number(INLINE, INLINE_FLAG, defaults.snapshot_inline_limit)?,
             snapshot_limit: number(SNAPSHOT_LIMIT, SNAPSHOT_LIMIT_FLAG, defaults.snapshot_limit)?,
             snapshot_grace_ms: number(GRACE, GRACE_FLAG, defaults.snapshot_grace_ms)?,
+            liveness_timeout_secs: number(LIVENESS, LIVENESS_FLAG, defaults.liveness_timeout_secs)?,
         };
         settings.check()?;
         Ok(settings)
@@ -94,6 +113,9 @@ impl StorageSettings {
     pub fn check(&self) -> Result<(), SettingsError> {
         if self.max_events_per_agent == 0 {
             return Err(SettingsError::ZeroRetention);
+        }
+        if self.liveness_timeout_secs == 0 {
+            return Err(SettingsError::ZeroLiveness);
         }
         if self.snapshot_inline_limit > snapshot::MAX_INLINE_LIMIT {
             return Err(SettingsError::InlineAboveCap {
@@ -119,16 +141,25 @@ mod tests {
     #[test]
     fn unset_values_take_the_defaults_and_set_ones_are_read() {
         assert_eq!(read(&[]), Ok(StorageSettings::default()));
-        let read = read(&[(RETENTION, " 50 "), (SNAPSHOT_LIMIT, "1000")]);
+        let read = read(&[
+            (RETENTION, " 50 "),
+            (SNAPSHOT_LIMIT, "1000"),
+            (LIVENESS, "5"),
+        ]);
         assert_eq!(
-            read.map(|s| (s.max_events_per_agent, s.snapshot_limit)),
-            Ok((50, 1000))
+            read.map(|s| (
+                s.max_events_per_agent,
+                s.snapshot_limit,
+                s.liveness_timeout_ms()
+            )),
+            Ok((50, 1000, 5000))
         );
     }
 
     #[test]
     fn the_refusals_are_the_hosts() {
         assert_eq!(read(&[(RETENTION, "0")]), Err(SettingsError::ZeroRetention));
+        assert_eq!(read(&[(LIVENESS, "0")]), Err(SettingsError::ZeroLiveness));
         let above = snapshot::MAX_INLINE_LIMIT + 1;
         assert_eq!(
             read(&[(INLINE, &above.to_string())]),

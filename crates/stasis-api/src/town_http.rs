@@ -28,12 +28,21 @@ pub(crate) struct StateView<'a> {
     town_id: &'a str,
     #[serde(flatten)]
     state: TownState,
+    /// The current container heartbeat within the liveness timeout (the
+    /// runtime's `STASIS_LIVENESS_TIMEOUT_SECS`, 60 s by default).
+    container_alive: bool,
 }
 
 /// `GET /api/towns/{town}`.
 pub async fn state(objects: &impl Objects, town_id: &str) -> Result<Response<Bytes>, ApiError> {
     let state = objects.town(town_id, op::get_state()).await?;
-    Ok(reply::json(StatusCode::OK, &StateView { town_id, state }))
+    let container_alive = state.container_alive(objects.now_ms(), objects.liveness_timeout_ms());
+    let view = StateView {
+        town_id,
+        state,
+        container_alive,
+    };
+    Ok(reply::json(StatusCode::OK, &view))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -163,6 +172,48 @@ pub async fn registry(
         op::get_registry()
     };
     let registry = objects.town(town_id, call).await?;
+    Ok(reply::json(StatusCode::OK, &registry))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RegistryEntryBody {
+    container_id: String,
+    role: String,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    port: Option<u16>,
+}
+
+/// `PUT|DELETE /container-registry/agents/{rig}/{agent}`: one agent's
+/// entry, put by the container that runs it (a container token may name
+/// only its own container) or removed. An entry from another container
+/// than the registry's moves the registry to it; the other entries stay,
+/// without their sessions and ports. Removing an entry not listed changes
+/// nothing. Both answer the whole registry.
+pub async fn registry_entry(
+    objects: &impl Objects,
+    key: &AgentKey,
+    caller: &Caller,
+    method: &Method,
+    body: &Bytes,
+) -> Result<Response<Bytes>, ApiError> {
+    let call = if *method == Method::PUT {
+        let wanted: RegistryEntryBody = body::parse_json(body)?;
+        caller.check_container(&wanted.container_id)?;
+        let agent = RegistryAgent {
+            agent_id: key.agent.clone(),
+            rig_id: key.rig.clone(),
+            role: wanted.role,
+            session_id: wanted.session_id,
+            port: wanted.port,
+        };
+        op::put_registry_agent(wanted.container_id, agent)
+    } else {
+        op::remove_registry_agent(key.rig.clone(), key.agent.clone())
+    };
+    let registry = objects.town(&key.town, call).await?;
     Ok(reply::json(StatusCode::OK, &registry))
 }
 

@@ -47,6 +47,7 @@ struct Inner {
     /// When this process started (ms): no collection of an earlier one
     /// still runs, so every claim made before is abandoned.
     started_at_ms: i64,
+    liveness_timeout_ms: u64,
     kv: Arc<KvFolder>,
     open: OpenObjects,
     readiness: Readiness,
@@ -72,6 +73,7 @@ impl HostObjects {
                 snapshot_grace_ms: i64::try_from(config.snapshot_grace.as_millis())
                     .unwrap_or(i64::MAX),
                 started_at_ms: wall_clock_ms(),
+                liveness_timeout_ms: config.liveness_timeout_secs.saturating_mul(1000),
                 kv: Arc::new(kv),
                 open: OpenObjects::new(config.objects.clone()),
                 readiness: Readiness::new(config.data_dir.clone(), config.durability),
@@ -210,6 +212,10 @@ impl Objects for HostObjects {
 
     async fn ready(&self) -> Result<(), DomainError> {
         self.inner.readiness.check().await
+    }
+
+    fn liveness_timeout_ms(&self) -> u64 {
+        self.inner.liveness_timeout_ms
     }
 
     fn now_ms(&self) -> i64 {

@@ -114,15 +114,10 @@ impl Fixture {
         Fixture { town, mayor }
     }
 
-    /// What a reader sees of the town and the Mayor; the town's
-    /// `last_heartbeat_at` is left out (a superseded container's heartbeat
-    /// refreshes it and changes nothing else).
+    /// What a reader sees of the town and the Mayor (a superseded
+    /// container's heartbeat changes nothing, `last_heartbeat_at` included).
     pub fn state(&self) -> (TownState, AgentState) {
-        let mut town = self.town.state();
-        if let Some(fields) = town.town.as_object_mut() {
-            fields.remove("last_heartbeat_at");
-        }
-        (town, self.mayor.state())
+        (self.town.state(), self.mayor.state())
     }
 
     /// Every endpoint, naming `container` where a body names a container.
@@ -171,6 +166,19 @@ impl Fixture {
                 200,
             ),
             write("POST", t("/mayor/message"), json!({"text": "hello"}), 200),
+            write("POST", a("/inbox"), json!({"text": "hello"}), 200),
+            write(
+                "PUT",
+                t("/container-registry/agents/rig-1/mayor"),
+                json!({"container_id": container, "role": "mayor"}),
+                200,
+            ),
+            write(
+                "DELETE",
+                t("/container-registry/agents/rig-1/mayor"),
+                Value::Null,
+                200,
+            ),
             case(
                 "POST",
                 t("/container-token"),

@@ -53,6 +53,10 @@ fn every_documented_route_is_described_with_its_methods() {
             "/api/towns/{town}/container-registry".into(),
             &["get", "put"],
         ),
+        (
+            "/api/towns/{town}/container-registry/agents/{rig}/{agent}".into(),
+            &["put", "delete"],
+        ),
         ("/api/towns/{town}/events".into(), &["get"]),
         ("/api/towns/{town}/agents".into(), &["get"]),
         ("/api/towns/{town}/mayor/message".into(), &["post"]),
@@ -71,6 +75,7 @@ fn every_documented_route_is_described_with_its_methods() {
         (format!("{agent}/export"), &["get"]),
         (format!("{agent}/import"), &["put"]),
         (format!("{agent}/dispatch"), &["post"]),
+        (format!("{agent}/inbox"), &["post"]),
         (
             format!("{agent}/db-snapshot"),
             &["get", "put", "post", "delete"],

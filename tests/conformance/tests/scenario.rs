@@ -316,8 +316,11 @@ impl Scenario {
         );
     }
 
-    /// After B registers its own sessions, the Mayor gets messages directly.
+    /// After B registers its own sessions, the Mayor gets messages directly
+    /// while B is alive (it heartbeats; the hydration above may outlast a
+    /// short liveness timeout).
     fn container_b_takes_over(&self) {
+        self.town.heartbeat(B);
         let agents = json!([
             {"agent_id": "mayor", "rig_id": "hq", "role": "mayor", "session_id": "ses-mayor-b", "port": 5096},
         ]);

@@ -45,6 +45,7 @@ fn a_town_never_seen_answers_empty() {
             "current_container_id": null,
             "last_heartbeat_at": null,
             "mayor": null,
+            "container_alive": false,
         })
     );
     let registry = town.registry();

@@ -21,6 +21,7 @@ use super::runtime::Runtime;
 use super::snapshots::SnapshotCall;
 use super::state::{ProducerState, StateFile};
 use super::stats::{Stats, add};
+use super::stored::AgentLog;
 use super::{Log, now_ms};
 use crate::error::Error;
 use crate::http::Client;
@@ -216,7 +217,7 @@ impl Forwarder {
             messages,
             parts,
             error,
-        } = resync::read_back(&self.runtime, &request, now);
+        } = resync::read_back(&self.runtime, &request, now, &self.stored_log());
         match error {
             Some(error) => {
                 (self.log)(&format!(
@@ -226,13 +227,23 @@ impl Forwarder {
                 self.missed_since = Some(since);
             }
             None => (self.log)(&format!(
-                "resync ({}): {messages} messages and {parts} parts changed since {since} ms re-sent",
+                "resync ({}): {messages} messages and {parts} parts changed since {since} ms and not stored yet re-sent",
                 resync.reason
             )),
         }
         add(&self.stats.resyncs, 1);
         add(&self.stats.resent_events, events.len() as u64);
         self.pending.extend(events);
+    }
+}
+
+impl Forwarder {
+    /// The agent's log, as a resync compares with it.
+    fn stored_log(&self) -> AgentLog<'_> {
+        AgentLog {
+            client: &self.client,
+            agent: &self.agent,
+        }
     }
 }
 

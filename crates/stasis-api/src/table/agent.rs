@@ -380,4 +380,36 @@ pub(super) static ROUTES: &[Route] = &[
             ],
         }],
     },
+    Route {
+        template: "/api/towns/{town}/rigs/{rig}/agents/{agent}/inbox",
+        public: false,
+        endpoint: |p| agent(p, AgentEndpoint::Inbox),
+        operations: &[Operation {
+            method: Method::POST,
+            summary: "A message for the agent: stored in its log, then delivered, re-dispatched or deferred (as a Mayor message).",
+            request: Body::Json(schema::<mayor_http::MessageBody>),
+            query: &[],
+            headers: &[(
+                "Idempotency-Key",
+                "1 to 255 visible ASCII characters, repeated on every retry: the retry has the first attempt's effect only.",
+            )],
+            replies: &[
+                json(
+                    200,
+                    "`deliver` (a live session in a live container) or `redispatch`.",
+                    Body::Json(schema::<mayor_http::MessageView>),
+                ),
+                json(
+                    202,
+                    "`deferred`: the town is draining.",
+                    Body::Json(schema::<mayor_http::MessageView>),
+                ),
+            ],
+            errors: &[
+                (404, &["agent_not_found"]),
+                (409, &["producer_seq_stale"]),
+                (413, &["message_too_large"]),
+            ],
+        }],
+    },
 ];

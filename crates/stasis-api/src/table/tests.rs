@@ -96,6 +96,8 @@ fn every_endpoint() -> Vec<Endpoint> {
         AgentEndpoint::Export,
         AgentEndpoint::Import,
         AgentEndpoint::Dispatch,
+        AgentEndpoint::Inbox,
+        AgentEndpoint::RegistryEntry,
     ];
     let mut all = vec![
         Endpoint::Health,

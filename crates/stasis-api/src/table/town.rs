@@ -2,7 +2,7 @@
 
 use super::{Answer, Body, Header, Operation, Params, Route, schema, schemas};
 use crate::{
-    endpoint::{Endpoint, TownEndpoint},
+    endpoint::{AgentEndpoint, Endpoint, TownEndpoint},
     mayor_http, token_http, town_http,
 };
 use http::Method;
@@ -199,6 +199,41 @@ pub(super) static ROUTES: &[Route] = &[
                         "event_too_large",
                     ],
                 )],
+            },
+        ],
+    },
+    Route {
+        template: "/api/towns/{town}/container-registry/agents/{rig}/{agent}",
+        public: false,
+        endpoint: |p| super::agent::agent(p, AgentEndpoint::RegistryEntry),
+        operations: &[
+            Operation {
+                method: Method::PUT,
+                summary: "Puts one agent's entry of the process registry, keeping the others' (an entry from another container moves the registry there; the others lose their sessions and ports).",
+                request: Body::Json(schema::<town_http::RegistryEntryBody>),
+                query: &[],
+                headers: &[],
+                replies: &[Answer {
+                    status: 200,
+                    description: "The whole registry with `updated_at`.",
+                    body: Body::Json(schema::<Registry>),
+                    headers: &[],
+                }],
+                errors: &[(413, &["registry_too_large"])],
+            },
+            Operation {
+                method: Method::DELETE,
+                summary: "Removes one agent's entry of the process registry (none listed: nothing changes).",
+                request: Body::Empty,
+                query: &[],
+                headers: &[],
+                replies: &[Answer {
+                    status: 200,
+                    description: "The whole registry.",
+                    body: Body::Json(schema::<Registry>),
+                    headers: &[],
+                }],
+                errors: &[],
             },
         ],
     },

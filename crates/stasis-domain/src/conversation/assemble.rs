@@ -17,7 +17,7 @@ pub(super) fn assemble(events: &[Event]) -> Vec<Turn> {
         }
         previous = Some(event);
         if let Some(update) = parse(event) {
-            messages.apply(update);
+            messages.apply(update, event.session_id.as_deref());
         }
     }
     messages.into_turns()
@@ -42,8 +42,9 @@ struct Messages {
 }
 
 impl Messages {
-    fn apply(&mut self, update: Update<'_>) {
+    fn apply(&mut self, update: Update<'_>, session_id: Option<&str>) {
         let message = self.get_or_insert(&update.message_id);
+        message.note_session(session_id);
         if message.is_removed() {
             return;
         }
@@ -83,10 +84,33 @@ impl Messages {
         &mut self.in_order[index]
     }
 
-    fn into_turns(self) -> Vec<Turn> {
+    fn into_turns(mut self) -> Vec<Turn> {
+        resolve_cut_replies(&mut self.in_order);
         self.in_order
             .into_iter()
             .filter_map(Message::into_turn)
             .collect()
+    }
+}
+
+/// A reply cut off, followed in its session by a reply that finished whole,
+/// was taken up again (the runtime went on, e.g. asked to continue it): it is
+/// no longer unfinished, so later dispatches stop asking for it.
+fn resolve_cut_replies(messages: &mut [Message]) {
+    let mut whole_reply_after: Vec<Option<String>> = Vec::new();
+    for message in messages.iter_mut().rev() {
+        if message.is_cut_reply()
+            && whole_reply_after
+                .iter()
+                .any(|s| s.as_deref() == message.session())
+        {
+            message.resolve();
+        }
+        if message.is_whole_reply() {
+            let session = message.session().map(str::to_owned);
+            if !whole_reply_after.contains(&session) {
+                whole_reply_after.push(session);
+            }
+        }
     }
 }

@@ -18,6 +18,10 @@ pub(super) struct Message {
     unnamed_part: Option<usize>,
     finished: bool,
     removed: bool,
+    /// The session of its first event that named one.
+    session: Option<String>,
+    /// Cut off, but a later reply of its session finished whole.
+    resolved: bool,
 }
 
 /// One part: its text (a tool's line for a tool) and what it is.
@@ -53,6 +57,42 @@ enum Progress {
 }
 
 impl Message {
+    /// Keeps the first session an event of this message names.
+    pub fn note_session(&mut self, session_id: Option<&str>) {
+        if self.session.is_none()
+            && let Some(session) = session_id
+        {
+            self.session = Some(session.to_owned());
+        }
+    }
+
+    /// The session it belongs to, if any event named one.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// An assistant's message that would be marked unfinished.
+    pub fn is_cut_reply(&self) -> bool {
+        self.is_reply() && (!self.finished || self.parts.iter().any(Part::is_cut_off))
+    }
+
+    /// An assistant's message that finished, nothing in it cut off, saying something.
+    pub fn is_whole_reply(&self) -> bool {
+        self.is_reply()
+            && self.finished
+            && !self.parts.iter().any(Part::is_cut_off)
+            && self.parts.iter().any(Part::says_something)
+    }
+
+    /// No longer unfinished: see [`Message::is_cut_reply`] and the rebuild's docs.
+    pub fn resolve(&mut self) {
+        self.resolved = true;
+    }
+
+    fn is_reply(&self) -> bool {
+        !self.removed && self.role.as_deref().unwrap_or(UNKNOWN_ROLE) == "assistant"
+    }
+
     /// Whether updates still apply: a removed message stays removed.
     pub fn is_removed(&self) -> bool {
         self.removed
@@ -133,7 +173,7 @@ impl Message {
         Some(Turn {
             role: self.role.unwrap_or_else(|| UNKNOWN_ROLE.to_owned()),
             content,
-            unfinished: !self.finished || cut_off,
+            unfinished: (!self.finished || cut_off) && !self.resolved,
         })
     }
 }

@@ -79,7 +79,12 @@
 //! - `unfinished` marks what really was cut off: a message that never
 //!   finished, or one with a text part whose deltas (kilo's
 //!   `message.part.delta`, or opencode < 1.2's `delta` beside a text with
-//!   `time.start`) never got their final full text (`time.end` set).
+//!   `time.start`) never got their final full text (`time.end` set). An
+//!   assistant's message cut off that way is no longer `unfinished` once a
+//!   later assistant message of the same session (the event's `session_id`)
+//!   finished whole: the runtime took the work up again (a supervisor asked
+//!   it to continue the cut reply), so later dispatches stop asking for it.
+//!   Its text stays what was streamed before the cut.
 //! - The role is the latest one given for the message; a message whose role
 //!   is never given is an `assistant`'s (roleless streams are the agent's
 //!   output; stasis always names the user).

@@ -28,6 +28,12 @@ operations! {
     /// Replaces the process registry.
     put_registry(container_id: String, agents: Vec<RegistryAgent>) -> Registry
         = C::PutRegistry { container_id, agents }, R::Registry(registry) => registry;
+    /// Puts one agent's entry of the process registry.
+    put_registry_agent(container_id: String, agent: RegistryAgent) -> Registry
+        = C::PutRegistryAgent { container_id, agent }, R::Registry(registry) => registry;
+    /// Removes one agent's entry of the process registry.
+    remove_registry_agent(rig_id: String, agent_id: String) -> Registry
+        = C::RemoveRegistryAgent { rig_id, agent_id }, R::Registry(registry) => registry;
     /// The process registry.
     get_registry() -> Registry
         = C::GetRegistry, R::Registry(registry) => registry;
@@ -43,9 +49,13 @@ operations! {
     /// Every agent of the directory, by rig then agent.
     list_agents() -> Vec<TownAgent>
         = C::ListAgents, R::Agents(agents) => agents;
-    /// The user wrote to the mayor (the message is in the mayor's log).
-    mayor_message(message_seq: u64) -> MayorAction
-        = C::MayorMessage { message_seq }, R::MayorMessage(action) => action;
+    /// The user wrote to the mayor (the message is in the mayor's log); the
+    /// current container is alive when it heartbeat within the timeout.
+    mayor_message(message_seq: u64, liveness_timeout_ms: u64) -> MayorAction
+        = C::MayorMessage { message_seq, liveness_timeout_ms }, R::MayorMessage(action) => action;
+    /// A message for a registered agent (already in its log).
+    agent_message(rig_id: String, agent_id: String, message_seq: u64, liveness_timeout_ms: u64) -> MayorAction
+        = C::AgentMessage { rig_id, agent_id, message_seq, liveness_timeout_ms }, R::MayorMessage(action) => action;
     /// Dispatches one registered agent.
     dispatch(rig_id: String, agent_id: String) -> TownAgent
         = C::Dispatch { rig_id, agent_id }, R::Dispatched(agent) => agent;

@@ -52,6 +52,20 @@ pub enum TownCall {
         /// The agents it runs.
         agents: Vec<RegistryAgent>,
     },
+    /// Put one agent's entry of the process registry.
+    PutRegistryAgent {
+        /// The container that runs it.
+        container_id: String,
+        /// The entry.
+        agent: RegistryAgent,
+    },
+    /// Remove one agent's entry of the process registry.
+    RemoveRegistryAgent {
+        /// Its rig.
+        rig_id: String,
+        /// The agent.
+        agent_id: String,
+    },
     /// The process registry.
     GetRegistry,
     /// A page of the town's log.
@@ -86,6 +100,22 @@ pub enum TownCall {
     MayorMessage {
         /// Seq of that message in the mayor's log.
         message_seq: u64,
+        /// The current container is alive when it heartbeat this recently.
+        #[serde(default = "default_liveness")]
+        liveness_timeout_ms: u64,
+    },
+    /// A message for any registered agent; it is already in the agent's
+    /// log.
+    AgentMessage {
+        /// Its rig.
+        rig_id: String,
+        /// The agent.
+        agent_id: String,
+        /// Seq of that message in the agent's log.
+        message_seq: u64,
+        /// The current container is alive when it heartbeat this recently.
+        #[serde(default = "default_liveness")]
+        liveness_timeout_ms: u64,
     },
     /// Dispatch one registered agent.
     Dispatch {
@@ -112,7 +142,8 @@ pub enum TownReply {
     Evicted(EvictOutcome),
     /// For [`TownCall::Heartbeat`].
     Heartbeat(HeartbeatOutcome),
-    /// For [`TownCall::PutRegistry`] and [`TownCall::GetRegistry`].
+    /// For [`TownCall::PutRegistry`], [`TownCall::PutRegistryAgent`],
+    /// [`TownCall::RemoveRegistryAgent`] and [`TownCall::GetRegistry`].
     Registry(Registry),
     /// For [`TownCall::ReadEvents`].
     Events(TownEventPage),
@@ -122,12 +153,16 @@ pub enum TownReply {
     Forgotten(bool),
     /// For [`TownCall::ListAgents`], by rig then agent.
     Agents(Vec<TownAgent>),
-    /// For [`TownCall::MayorMessage`].
+    /// For [`TownCall::MayorMessage`] and [`TownCall::AgentMessage`].
     MayorMessage(MayorAction),
     /// For [`TownCall::Dispatch`]: the agent to dispatch, with its role.
     Dispatched(TownAgent),
     /// For [`TownCall::Standing`].
     Standing(Standing),
+}
+
+fn default_liveness() -> u64 {
+    state::DEFAULT_LIVENESS_TIMEOUT_MS
 }
 
 fn default_read_limit() -> u64 {
@@ -166,6 +201,13 @@ pub fn execute(
             container_id,
             agents,
         } => TownReply::Registry(registry::put(store, container_id, agents, now)?),
+        TownCall::PutRegistryAgent {
+            container_id,
+            agent,
+        } => TownReply::Registry(registry::put_agent(store, container_id, agent, now)?),
+        TownCall::RemoveRegistryAgent { rig_id, agent_id } => {
+            TownReply::Registry(registry::remove_agent(store, rig_id, agent_id, now)?)
+        }
         TownCall::GetRegistry => TownReply::Registry(registry::get(store)?),
         TownCall::ReadEvents { after, limit } => {
             TownReply::Events(log::read(store, *after, *limit)?)
@@ -193,9 +235,27 @@ pub fn execute(
             TownReply::Forgotten(forgotten)
         }
         TownCall::ListAgents => TownReply::Agents(agents::list(store)?),
-        TownCall::MayorMessage { message_seq } => {
-            TownReply::MayorMessage(dispatch::mayor_message(store, *message_seq, now)?)
-        }
+        TownCall::MayorMessage {
+            message_seq,
+            liveness_timeout_ms,
+        } => TownReply::MayorMessage(dispatch::mayor_message(
+            store,
+            *message_seq,
+            *liveness_timeout_ms,
+            now,
+        )?),
+        TownCall::AgentMessage {
+            rig_id,
+            agent_id,
+            message_seq,
+            liveness_timeout_ms,
+        } => TownReply::MayorMessage(dispatch::agent_message(
+            store,
+            &agent_ref(rig_id, agent_id),
+            *message_seq,
+            *liveness_timeout_ms,
+            now,
+        )?),
         TownCall::Dispatch { rig_id, agent_id } => TownReply::Dispatched(dispatch::dispatch(
             store,
             &agent_ref(rig_id, agent_id),

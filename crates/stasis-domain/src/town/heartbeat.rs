@@ -1,11 +1,12 @@
 //! Heartbeats: a container says it is alive, and may take the town over.
 //!
-//! Every heartbeat refreshes `last_heartbeat_at`. A container that announced
-//! its eviction changes nothing else: its late heartbeat is exactly what
-//! must not end a drain. Nor does a container that held the town once and
-//! was superseded since: it never becomes current again (see
-//! [`super::containers`]), and its answer names the container holding the
-//! town. Any other container ends the drain (and becomes current with the
+//! A container that announced its eviction changes nothing, not even
+//! `last_heartbeat_at`: its late heartbeat is exactly what must not end a
+//! drain, nor keep a dead town looking alive (see [`super::state`]). Nor
+//! does a container that held the town once and was superseded since: it
+//! never becomes current again (see [`super::containers`]), and its answer
+//! names the container holding the town. Every other heartbeat refreshes
+//! `last_heartbeat_at` and ends the drain (and becomes current with the
 //! next epoch, records `container_ready`, releases the deferred
 //! dispatches); without a drain, a new container becomes current and a
 //! repeat from the current one records nothing.
@@ -13,8 +14,9 @@
 //! A heartbeat may carry an idempotency key. The dispatches it released
 //! are then remembered under that key, and a retry with the same key (after
 //! a lost answer, or a failure while the answer was built) gets them again
-//! and changes nothing else but the liveness time. Without a key each
-//! deferred dispatch is released exactly once.
+//! and changes nothing else but the liveness time (of a container that is
+//! not fenced). Without a key each deferred dispatch is released exactly
+//! once.
 
 use super::{
     agents::TownAgent, containers, deferred, eviction, log, registry, registry::Registry, state,
@@ -63,7 +65,6 @@ pub fn heartbeat(
 ) -> Result<HeartbeatOutcome, DomainError> {
     check_id("container_id", container_id)?;
     let mut row = state::load(store)?;
-    row.last_heartbeat_at = Some(now_ms);
     let evicted = eviction::was_evicted(store, container_id)?;
     let is_current = row.current_container_id.as_deref() == Some(container_id);
     let superseded_by = if !is_current && containers::held_before(store, container_id)? {
@@ -71,10 +72,17 @@ pub fn heartbeat(
     } else {
         None
     };
+    // A fenced heartbeat changes nothing in the town, its liveness included.
+    let blocked = evicted || superseded_by.is_some();
+    if !blocked {
+        row.last_heartbeat_at = Some(now_ms);
+    }
     if let Some(key) = idempotency_key
         && let Some(released) = replayed(store, container_id, key)?
     {
-        state::save(store, &row)?;
+        if !blocked {
+            state::save(store, &row)?;
+        }
         return Ok(HeartbeatOutcome {
             draining: row.draining,
             cleared_drain: false,
@@ -84,9 +92,7 @@ pub fn heartbeat(
             released,
         });
     }
-    let blocked = evicted || superseded_by.is_some();
     let (cleared_drain, released) = if blocked {
-        state::save(store, &row)?;
         (false, Vec::new())
     } else {
         let cleared_drain = row.draining;

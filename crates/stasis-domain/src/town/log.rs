@@ -35,6 +35,9 @@ pub const DISPATCH_DEFERRED: &str = "dispatch_deferred";
 pub const REGISTRY_UPDATED: &str = "registry_updated";
 /// The user wrote to the mayor: `{rig_id, agent_id, message_seq}`.
 pub const MAYOR_MESSAGE: &str = "mayor_message";
+/// A message reached another agent's inbox: `{rig_id, agent_id,
+/// message_seq}`.
+pub const AGENT_MESSAGE: &str = "agent_message";
 
 /// One town event.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -98,7 +101,7 @@ pub(super) struct RegistryUpdated<'a> {
     pub agents: usize,
 }
 
-/// The data of `mayor_message`.
+/// The data of `mayor_message` and `agent_message`.
 #[derive(Serialize)]
 pub(super) struct MayorMessage<'a> {
     pub rig_id: &'a str,

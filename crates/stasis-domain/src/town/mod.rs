@@ -2,21 +2,23 @@
 //! one container.
 //!
 //! - **State** ([`state`]): whether the town is draining, which container
-//!   is being evicted, which one is current, the last heartbeat.
+//!   is being evicted, which one is current, the last heartbeat, and so
+//!   whether the current container is alive (it heartbeat within the
+//!   liveness timeout).
 //! - **Eviction and heartbeat** ([`eviction`], [`heartbeat`]): an eviction
 //!   sets draining; only a heartbeat from a container that was never evicted
 //!   nor superseded clears it, becomes current and releases the dispatches
-//!   deferred while draining. A late heartbeat from the dying container
-//!   changes nothing.
+//!   deferred while draining. A late heartbeat from the dying container, or
+//!   from a superseded one, changes nothing, its time included.
 //! - **Containers** ([`containers`]): the containers that held the town,
 //!   each with the epoch of its takeover, for fencing ([`crate::fence`]).
 //! - **Registry** ([`registry`]): which agents the container runs, replaced
-//!   whole on each put.
+//!   whole on each put, or one agent's entry at a time.
 //! - **Directory** ([`agents`]): the agents registered in the town, with at
 //!   most one mayor.
-//! - **Dispatch** ([`dispatch`]): where a message for the mayor goes
-//!   (deferred, delivered to a live session, or redispatched) and explicit
-//!   dispatches of one agent.
+//! - **Dispatch** ([`dispatch`]): where a message for the mayor or any
+//!   agent goes (deferred, delivered to a live session of a live container,
+//!   or redispatched) and explicit dispatches of one agent.
 //! - **Town log** ([`log`]): the town's own event log, gapless seqs, the
 //!   newest [`log::MAX_TOWN_EVENTS`] kept.
 //!
@@ -57,7 +59,7 @@ pub use heartbeat::HeartbeatOutcome;
 pub use log::{TownEvent, TownEventPage};
 pub use registry::{Registry, RegistryAgent};
 pub use schema::migrate;
-pub use state::TownState;
+pub use state::{DEFAULT_LIVENESS_TIMEOUT_MS, TownState};
 
 /// For `skip_serializing_if`: flags that only matter when set stay out of
 /// the documented JSON shapes.

@@ -1,5 +1,13 @@
 //! The town's state row: draining, the evicting and the current container,
-//! the last heartbeat.
+//! the last heartbeat, and from it whether the current container is alive.
+//!
+//! **Liveness.** A container is alive while it heartbeats: the current
+//! container is alive when its newest heartbeat is at most the liveness
+//! timeout old (each runtime's setting, [`DEFAULT_LIVENESS_TIMEOUT_MS`] by
+//! default). Only heartbeats that count move `last_heartbeat_at`: the
+//! current container's, or a new one's taking the town over. A fenced one
+//! (a superseded or an evicted container's) changes nothing, so a zombie
+//! never makes a dead town look alive.
 
 #![cfg_attr(
     feature = "schema",
@@ -30,10 +38,28 @@ pub struct TownState {
     pub evicting_container_id: Option<String>,
     /// The container that last took the town over.
     pub current_container_id: Option<String>,
-    /// The newest heartbeat from any container, ms since the epoch.
+    /// The newest heartbeat that counted (from the container holding the
+    /// town), ms since the epoch.
     pub last_heartbeat_at: Option<i64>,
     /// The agent registered with role `mayor`.
     pub mayor: Option<AgentRef>,
+}
+
+/// How long the current container counts as alive after its newest
+/// heartbeat unless the runtime sets another timeout: 60 s.
+pub const DEFAULT_LIVENESS_TIMEOUT_MS: u64 = 60_000;
+
+impl TownState {
+    /// Whether the current container is alive at `now_ms`: it heartbeat at
+    /// most `timeout_ms` ago.
+    pub fn container_alive(&self, now_ms: i64, timeout_ms: u64) -> bool {
+        alive(
+            self.current_container_id.as_deref(),
+            self.last_heartbeat_at,
+            now_ms,
+            timeout_ms,
+        )
+    }
 }
 
 /// The stored row, without the mayor.
@@ -49,6 +75,28 @@ pub(super) struct StateRow {
     pub current_container_id: Option<String>,
     /// See [`TownState::last_heartbeat_at`].
     pub last_heartbeat_at: Option<i64>,
+}
+
+impl StateRow {
+    /// See [`TownState::container_alive`].
+    pub fn container_alive(&self, now_ms: i64, timeout_ms: u64) -> bool {
+        alive(
+            self.current_container_id.as_deref(),
+            self.last_heartbeat_at,
+            now_ms,
+            timeout_ms,
+        )
+    }
+}
+
+fn alive(
+    current: Option<&str>,
+    last_heartbeat_at: Option<i64>,
+    now_ms: i64,
+    timeout_ms: u64,
+) -> bool {
+    let timeout = i64::try_from(timeout_ms).unwrap_or(i64::MAX);
+    current.is_some() && last_heartbeat_at.is_some_and(|at| now_ms.saturating_sub(at) <= timeout)
 }
 
 /// The town's state as the API shows it.

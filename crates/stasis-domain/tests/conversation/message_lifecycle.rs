@@ -100,6 +100,61 @@ fn every_message_that_never_ended_is_marked_not_only_the_last() {
 }
 
 #[test]
+fn a_cut_reply_taken_up_again_by_a_later_whole_reply_is_no_longer_unfinished() {
+    let events = log(&[
+        user_message("m1", "Write a poem"),
+        delta("m2", "p", "Roses are"),
+        user_message("m3", "Continue your cut reply"),
+        created("m4", "assistant"),
+        full("m4", "p", "Roses are red."),
+        completed("m4"),
+    ]);
+    assert_eq!(
+        turns(&events),
+        vec![
+            turn("user", "Write a poem"),
+            turn("assistant", "Roses are"),
+            turn("user", "Continue your cut reply"),
+            turn("assistant", "Roses are red."),
+        ]
+    );
+    // Cut again: the later reply is no whole one, so nothing is taken up.
+    let cut_twice = log(&[
+        delta("m2", "p", "Roses are"),
+        user_message("m3", "Continue"),
+        delta("m4", "p", "Roses"),
+    ]);
+    assert_eq!(
+        turns(&cut_twice),
+        vec![
+            unfinished("assistant", "Roses are"),
+            turn("user", "Continue"),
+            unfinished("assistant", "Roses"),
+        ]
+    );
+}
+
+#[test]
+fn a_whole_reply_in_another_session_leaves_a_cut_reply_unfinished() {
+    let mut events = log(&[
+        delta("m1", "p", "cut off"),
+        created("m2", "assistant"),
+        full("m2", "p", "elsewhere"),
+        completed("m2"),
+    ]);
+    for (index, event) in events.iter_mut().enumerate() {
+        event.session_id = Some(if index == 0 { "ses-a" } else { "ses-b" }.to_owned());
+    }
+    assert_eq!(
+        turns(&events),
+        vec![
+            unfinished("assistant", "cut off"),
+            turn("assistant", "elsewhere")
+        ]
+    );
+}
+
+#[test]
 fn a_role_given_later_applies_to_the_whole_message() {
     let events = log(&[
         delta("m1", "p", "hi"),

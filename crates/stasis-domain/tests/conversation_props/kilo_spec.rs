@@ -219,7 +219,7 @@ pub(crate) fn expected(spec: &KiloSpec, stream: &[KiloEvent], removed: &Removed)
             part_order[event.message].push(part);
         }
     }
-    message_order
+    let mut turns = message_order
         .into_iter()
         .filter(|m| !removed.messages.contains(m))
         .filter_map(|m| {
@@ -241,5 +241,7 @@ pub(crate) fn expected(spec: &KiloSpec, stream: &[KiloEvent], removed: &Removed)
                 unfinished: plan.finish == Finish::Never || cut_off,
             })
         })
-        .collect()
+        .collect::<Vec<_>>();
+    crate::spec::resolve_cut_replies(&mut turns);
+    turns
 }

@@ -99,7 +99,7 @@ pub(crate) fn expected(spec: &StreamSpec, stream: &[Generated]) -> Vec<Turn> {
             part_order[event.message].push(part);
         }
     }
-    message_order
+    let mut turns = message_order
         .into_iter()
         .map(|m| {
             let message = &spec.messages[m];
@@ -113,5 +113,22 @@ pub(crate) fn expected(spec: &StreamSpec, stream: &[Generated]) -> Vec<Turn> {
                 unfinished: !message.finished,
             }
         })
-        .collect()
+        .collect::<Vec<_>>();
+    resolve_cut_replies(&mut turns);
+    turns
+}
+
+/// The rebuild's rule for a reply cut off: once a later assistant reply of
+/// its session finished whole, it is no longer unfinished (every generated
+/// event is of one session).
+pub(crate) fn resolve_cut_replies(turns: &mut [Turn]) {
+    let mut whole_reply_after = false;
+    for turn in turns.iter_mut().rev() {
+        let reply = turn.role == "assistant";
+        let whole = reply && !turn.unfinished;
+        if reply && turn.unfinished && whole_reply_after {
+            turn.unfinished = false;
+        }
+        whole_reply_after |= whole;
+    }
 }

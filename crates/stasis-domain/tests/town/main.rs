@@ -19,6 +19,7 @@ mod agents;
 mod dispatch;
 mod drain;
 mod fencing;
+mod liveness;
 mod random_runs;
 mod registry;
 mod restart;

@@ -113,9 +113,59 @@ impl Town {
         }
     }
 
+    /// A message for the mayor, with the default liveness timeout.
     pub(crate) fn mayor_message(&mut self, message_seq: u64) -> Result<MayorAction, DomainError> {
-        match self.call(TownCall::MayorMessage { message_seq })? {
+        let call = TownCall::MayorMessage {
+            message_seq,
+            liveness_timeout_ms: town::DEFAULT_LIVENESS_TIMEOUT_MS,
+        };
+        match self.call(call)? {
             TownReply::MayorMessage(action) => Ok(action),
+            other => panic!("unexpected reply {other:?}"),
+        }
+    }
+
+    /// A message for any agent's inbox, with the default liveness timeout.
+    pub(crate) fn agent_message(
+        &mut self,
+        rig_id: &str,
+        agent_id: &str,
+        message_seq: u64,
+    ) -> Result<MayorAction, DomainError> {
+        let call = TownCall::AgentMessage {
+            rig_id: rig_id.into(),
+            agent_id: agent_id.into(),
+            message_seq,
+            liveness_timeout_ms: town::DEFAULT_LIVENESS_TIMEOUT_MS,
+        };
+        match self.call(call)? {
+            TownReply::MayorMessage(action) => Ok(action),
+            other => panic!("unexpected reply {other:?}"),
+        }
+    }
+
+    pub(crate) fn put_registry_agent(
+        &mut self,
+        container_id: &str,
+        agent: RegistryAgent,
+    ) -> Result<Registry, DomainError> {
+        let call = TownCall::PutRegistryAgent {
+            container_id: container_id.into(),
+            agent,
+        };
+        match self.call(call)? {
+            TownReply::Registry(registry) => Ok(registry),
+            other => panic!("unexpected reply {other:?}"),
+        }
+    }
+
+    pub(crate) fn remove_registry_agent(&mut self, rig_id: &str, agent_id: &str) -> Registry {
+        let call = TownCall::RemoveRegistryAgent {
+            rig_id: rig_id.into(),
+            agent_id: agent_id.into(),
+        };
+        match self.call(call).expect("remove an entry") {
+            TownReply::Registry(registry) => registry,
             other => panic!("unexpected reply {other:?}"),
         }
     }

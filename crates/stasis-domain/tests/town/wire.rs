@@ -35,7 +35,10 @@ fn only_reads_are_not_writes() {
             rig_id: "r".into(),
             agent_id: "a".into(),
         },
-        TownCall::MayorMessage { message_seq: 1 },
+        TownCall::MayorMessage {
+            message_seq: 1,
+            liveness_timeout_ms: 60_000,
+        },
         TownCall::Dispatch {
             rig_id: "r".into(),
             agent_id: "a".into(),
@@ -112,7 +115,10 @@ fn calls_and_replies_survive_json_in_the_documented_shapes() {
 
     for call in [
         TownCall::GetState,
-        TownCall::MayorMessage { message_seq: 9 },
+        TownCall::MayorMessage {
+            message_seq: 9,
+            liveness_timeout_ms: 60_000,
+        },
         TownCall::Evict {
             container_id: Some("c".into()),
             reason: Some("r".into()),

@@ -153,10 +153,15 @@ impl Town {
             .send()
     }
 
-    /// What a reader sees of the town now.
+    /// What a reader sees of the town now; `container_alive` is left out
+    /// of `town`: it turns false with time alone, nothing a request did.
     pub fn state(&self) -> TownState {
+        let mut town = self.get();
+        if let Some(fields) = town.as_object_mut() {
+            fields.remove("container_alive");
+        }
         TownState {
-            town: self.get(),
+            town,
             registry: self.registry(),
             events: self.events(),
             agents: self.agents(),

@@ -50,6 +50,7 @@ impl Target {
             snapshot_limit: stasis_domain::snapshot::DEFAULT_SNAPSHOT_LIMIT,
             snapshot_pending_ttl: std::time::Duration::from_secs(3600),
             snapshot_grace: std::time::Duration::ZERO,
+            liveness_timeout_secs: 60,
             keys: None,
             server: ServerLimits::default(),
             objects: ObjectLimits::default(),
