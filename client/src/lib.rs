@@ -54,6 +54,7 @@ pub mod retry;
 pub mod sidecar;
 pub mod snapshot;
 pub mod sse;
+pub mod supervisor;
 pub mod tail;
 pub mod town;
 
