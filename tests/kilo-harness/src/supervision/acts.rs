@@ -398,24 +398,25 @@ fn check_history(stage: &Stage<'_>, before: usize) -> Result<()> {
     Ok(())
 }
 
-/// The agent's last snapshot covers its last event from kilo (every `stasis.*` one of the
-/// supervisor's comes after, when kilo.db no longer changes).
+/// The agent's last snapshot covers its last turn: its watermark is at or past the last
+/// `message.*` or `session.*` event (what changes kilo.db; kilo's shutdown event and the
+/// supervisor's own come after and change nothing in it).
 fn check_watermark(stage: &Stage<'_>, agent: &str) -> Result<()> {
     let path = stage.agent_path(agent);
     let events = stage.api.events_after(&path, 0)?;
-    let last_kilo = events
+    let last_turn = events
         .iter()
         .rev()
-        .find(|e| !e.kind.starts_with("stasis."))
+        .find(|e| e.kind.starts_with("message.") || e.kind.starts_with("session."))
         .map_or(0, |e| e.seq);
     let last = events.last().map_or(0, |e| e.seq);
     let watermark = stage.api.snapshot_watermark(&path)?.unwrap_or(0);
     ensure!(
-        watermark >= last_kilo,
-        "{agent}'s last snapshot is at watermark {watermark}, its last kilo event at {last_kilo}"
+        watermark >= last_turn,
+        "{agent}'s last snapshot is at watermark {watermark}, its last turn's last event at {last_turn}"
     );
     stage.say(&format!(
-        "   {agent}: last snapshot at watermark {watermark}, last kilo event {last_kilo}, last event {last}"
+        "   {agent}: last snapshot at watermark {watermark}; last turn event {last_turn}, last event {last}"
     ));
     Ok(())
 }

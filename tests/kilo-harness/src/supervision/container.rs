@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 pub struct Entrypoint {
     child: Option<Child>,
     log: PathBuf,
-    /// When it was started.
-    pub started: Instant,
 }
 
 impl Entrypoint {
@@ -40,7 +38,6 @@ impl Entrypoint {
         Ok(Self {
             child: Some(child),
             log: log.to_owned(),
-            started: Instant::now(),
         })
     }
 

@@ -165,7 +165,7 @@ impl Stage<'_> {
             ("--snapshot-interval", "1s"),
             ("--nudge-window", "60s"),
             ("--eviction-budget", "120s"),
-            ("--stop-grace", "5s"),
+            ("--stop-grace", "10s"),
             ("--save-timeout", "30s"),
             ("--save-command", SAVE_COMMAND),
         ] {
