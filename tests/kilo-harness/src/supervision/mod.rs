@@ -160,6 +160,8 @@ impl Stage<'_> {
         let deadline = format!("{}ms", TURN_DEADLINE.as_millis());
         for (name, value) in [
             ("--turn-deadline", deadline.as_str()),
+            // kilo took up to 56 s to print its listening line on a machine loaded 5x over.
+            ("--start-timeout", "150s"),
             ("--fence-check", "500ms"),
             ("--restart-delay", "200ms"),
             ("--snapshot-interval", "1s"),
