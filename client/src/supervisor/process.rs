@@ -163,20 +163,29 @@ impl Runtime {
         self.signal(Signal::KILL);
     }
 
+    /// Waits at most `within` for its exit to be collected; answers whether it was.
+    pub(crate) fn wait_gone(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while self.is_running() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
     /// SIGTERM to its group; SIGKILL when it has not exited within `grace`. Answers whether it
     /// exited on the SIGTERM.
     pub(crate) fn stop(&self, grace: Duration) -> bool {
         self.signal(Signal::TERM);
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if !self.is_running() {
-                // The group may outlive its leader (a tool's command).
-                self.signal(Signal::KILL);
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if self.wait_gone(grace) {
+            // The group may outlive its leader (a tool's command).
+            self.signal(Signal::KILL);
+            return true;
         }
         self.kill();
+        self.wait_gone(Duration::from_secs(5));
         false
     }
 

@@ -487,6 +487,8 @@ impl<'c> Loop<'c> {
         run.alive.store(false, Ordering::SeqCst);
         run.runtime.kill();
         run.stop.stop_within(Duration::ZERO);
+        // Reaped before the supervisor exits, so that no zombie outlives it.
+        run.runtime.wait_gone(Duration::from_secs(5));
         (self.log)(&format!(
             "fenced: {error}; killed the runtime (pid {})",
             run.runtime.pid

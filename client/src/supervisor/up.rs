@@ -281,6 +281,8 @@ fn reap(children: &Children, log: &Log) -> u8 {
             code = this;
         }
     }
+    // Orphans that died last (a supervisor's runtime killed as it exited) are collected too.
+    while let Ok(Some(_)) = rustix::process::wait(WaitOptions::NOHANG) {}
     code
 }
 
