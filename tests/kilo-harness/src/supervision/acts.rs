@@ -338,6 +338,10 @@ fn turn(url: &str, session: &str, prompt: &str) -> Result<()> {
     events
         .wait_for_idle(session, from, WITHIN)
         .with_context(|| format!("the turn {prompt:?} did not end"))?;
+    let messages = KiloApi::new(url).messages(session)?;
+    if let Some(error) = messages.last().and_then(|m| m.info.error.as_ref()) {
+        bail!("the turn {prompt:?} ended in an error (aborted at the turn deadline?): {error}");
+    }
     Ok(())
 }
 

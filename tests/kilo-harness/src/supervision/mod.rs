@@ -41,8 +41,9 @@ pub const PROMPT_FIX: &str = "Fix the typo in the notes";
 pub const PROMPT_STALL: &str = "Think about this for a very long time";
 /// What the polecat's nudge starts with (the supervisor's default text for polecats).
 pub const NUDGE_START: &str = "The container is shutting down.";
-/// The turn deadline the containers run with.
-pub const TURN_DEADLINE: Duration = Duration::from_secs(10);
+/// The turn deadline the containers run with: a turn here takes about 1 s, but up to 20 s on a
+/// machine loaded 6x over (where a 10 s deadline aborted the Mayor's first turn).
+pub const TURN_DEADLINE: Duration = Duration::from_secs(25);
 /// The save command: the polecat's edit committed and pushed.
 pub const SAVE_COMMAND: &str =
     "git add -A && git commit -q -m 'WIP: container eviction save' && git push -q origin HEAD";
