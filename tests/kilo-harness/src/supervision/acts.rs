@@ -227,8 +227,10 @@ fn act_fenced(
     report: &mut SupervisionReport,
 ) -> Result<()> {
     for pid in &sessions.pids {
-        let gone = Pid::from_raw(*pid).is_none_or(|pid| test_kill_process(pid).is_err());
-        ensure!(gone, "A's kilo (pid {pid}) outlived its container");
+        ensure!(
+            gone_soon(*pid),
+            "A's kilo (pid {pid}) outlived its container"
+        );
     }
     stage.say("4. Container A2 on an empty folder: up with no agent named");
     std::fs::remove_dir_all(&stage.root)?;
@@ -270,8 +272,7 @@ fn act_fenced(
             "A2's up exited {status}, not 9 (fenced)"
         );
         for pid in [mayor.pid, polecat.pid] {
-            let gone = Pid::from_raw(pid).is_none_or(|pid| test_kill_process(pid).is_err());
-            ensure!(gone, "A2's kilo (pid {pid}) outlived the fence");
+            ensure!(gone_soon(pid), "A2's kilo (pid {pid}) outlived the fence");
         }
         stage.say(&format!(
             "   ✓ container B heartbeat: A2's supervisors killed their kilos, up exited 9 after {:.1?}",
@@ -321,6 +322,19 @@ fn wait_started(
             })
         },
     )
+}
+
+/// Whether `pid` is gone within 15 s (a SIGKILLed kilo takes a moment to be torn down and
+/// reaped on a busy machine).
+fn gone_soon(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let gone = Pid::from_raw(pid).is_none_or(|pid| test_kill_process(pid).is_err());
+        if gone || Instant::now() >= deadline {
+            return gone;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn alive(container: &mut Entrypoint) -> Result<()> {
