@@ -95,3 +95,97 @@ pub fn up(client: &Client, out: &Output, args: UpArgs) -> Result<u8, Error> {
     let log = log_for(out, "up:".into());
     up::up(client, &options, &log)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::args::{Cli, Command};
+
+    fn parse(line: &[&str]) -> Command {
+        Cli::try_parse_from(line)
+            .expect("the command line parses")
+            .command
+    }
+
+    #[test]
+    fn up_hands_every_supervisor_its_own_tuning() {
+        let Command::Up(up) = parse(&[
+            "stasis-client",
+            "up",
+            "--town",
+            "t",
+            "--agent",
+            "hq/mayor:mayor",
+            "--turn-deadline",
+            "90s",
+            "--start-limit-burst",
+            "2",
+            "--nudge",
+            "mayor=Save now",
+            "--save-command",
+            "git push",
+            "--",
+            "kilo",
+            "serve",
+        ]) else {
+            panic!("an up command");
+        };
+        let mut line = vec!["stasis-client", "supervise", "--town", "t", "--rig", "hq"];
+        line.extend([
+            "--agent",
+            "mayor",
+            "--role",
+            "mayor",
+            "--container-id",
+            "c-1",
+        ]);
+        let args = up.tuning.to_args();
+        line.extend(args.iter().map(String::as_str));
+        line.extend(["--", "kilo", "serve"]);
+        let Command::Supervise(supervise) = parse(&line) else {
+            panic!("a supervise command");
+        };
+        assert_eq!(
+            format!("{:?}", supervise.tuning),
+            format!("{:?}", up.tuning)
+        );
+        assert_eq!(supervise.command, ["kilo", "serve"]);
+    }
+
+    #[test]
+    fn the_command_lines_defaults_are_the_librarys() {
+        let Command::Supervise(args) = parse(&[
+            "stasis-client",
+            "supervise",
+            "--town",
+            "t",
+            "--rig",
+            "r",
+            "--agent",
+            "a",
+            "--role",
+            "polecat",
+            "--container-id",
+            "c-1",
+            "--",
+            "kilo",
+            "serve",
+        ]) else {
+            panic!("a supervise command");
+        };
+        let agent = AgentRef::new("t", "r", "a").expect("valid ids");
+        let defaults = SuperviseOptions::new(
+            agent.clone(),
+            "polecat".into(),
+            "c-1".into(),
+            "/tmp".into(),
+            vec!["kilo".into(), "serve".into()],
+        );
+        let mut options =
+            SuperviseOptions::new(agent, args.role, args.container_id, args.root, args.command);
+        args.tuning.apply(&mut options).expect("valid tuning");
+        assert_eq!(format!("{options:?}"), format!("{defaults:?}"));
+    }
+}
