@@ -29,6 +29,9 @@ pub mod exit {
     /// container), or this container never heartbeat (409 `container_not_current`). It stopped
     /// writing at once; it must never write again.
     pub const FENCED: u8 = 9;
+    /// `supervise`: the runtime crashed more often than its start limit allows
+    /// (`--start-limit-burst` within `--start-limit-interval`), and the supervisor gave up.
+    pub const GAVE_UP: u8 = 10;
 }
 
 /// The code of a `500` for stored bytes that no longer match their sha256.

@@ -58,6 +58,7 @@ pub mod retry;
 pub mod sidecar;
 pub mod snapshot;
 pub mod sse;
+pub mod supervisor;
 pub mod tail;
 pub mod town;
 

@@ -40,5 +40,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
         Command::Drain(args) => cli::drain::drain(&client, &out, args),
         Command::Tail(args) => cli::tail::tail(&client, args),
         Command::Sidecar(args) => cli::sidecar::sidecar(&client, &out, args),
+        Command::Supervise(args) => cli::supervise::supervise(&client, &out, args),
+        Command::Up(args) => cli::supervise::up(&client, &out, args),
     }
 }

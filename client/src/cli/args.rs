@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::parse_budget;
 use super::sidecar_args::SidecarArgs;
+use super::supervise_args::{SuperviseArgs, UpArgs};
 
 pub const AFTER_HELP: &str = "\
 Configuration:
@@ -41,7 +42,9 @@ Exit codes:
      last snapshot pushed
   9  fenced: another container has taken the town over from this one (boot, sidecar,
      drain: it stopped writing at once; the message names the container holding the
-     town), or this container has not heartbeat yet
+     town), or this container has not heartbeat yet; supervise: its runtime was killed
+ 10  supervise: the runtime crashed more often than --start-limit-burst within
+     --start-limit-interval
 
 In a container:
   ID=$(stasis-client boot --town T 2>&1 >dispatches.json | sed -n 's/^container_id: //p')
@@ -139,6 +142,38 @@ pub enum Command {
     /// message names it), 5 when the runtime does not answer within --start-timeout,
     /// 1 when kilo.db or the state directory is unusable. Prints a JSON summary on stdout.
     Sidecar(SidecarArgs),
+
+    /// Own one agent's runtime for its whole life: start, follow, restart, evict.
+    ///
+    /// Sets the agent's home environment (HOME, KILO_TEST_HOME, XDG_DATA/STATE/CONFIG/CACHE_HOME,
+    /// TMPDIR under {root}/agent-home-{agent}; STASIS_* variables removed), pulls its kilo.db when
+    /// the home has none, starts COMMAND in a process group of its own in the working folder,
+    /// reads its URL from the line it prints (`... listening on http://127.0.0.1:PORT`), runs the
+    /// sidecar beside it (see `sidecar --help`), and records the agent's session and port in the
+    /// town's registry.
+    ///
+    /// A runtime that exits or dies is started again on the same home after --restart-delay,
+    /// doubling up to --restart-delay-max; more than --start-limit-burst crashes within
+    /// --start-limit-interval end the supervisor (exit 10). A turn busy longer than
+    /// --turn-deadline is aborted. Every start, exit, restart, give-up and abort is an event
+    /// (stasis.runtime.started/exited/restarting/gave_up, stasis.turn.aborted).
+    ///
+    /// On SIGTERM/SIGINT, the eviction, each phase an event stasis.eviction.<phase>: notice (POST
+    /// /container-eviction), nudge (the role's message as a prompt), wait (until the turn ends or
+    /// --nudge-window), abort, save (--save-command), stop (the runtime), flush (events and a
+    /// last snapshot); exit 0 within --eviction-budget (else 8). A second signal closes the nudge
+    /// window. Once another container took the town over, the runtime is killed at once (exit 9).
+    Supervise(SuperviseArgs),
+
+    /// A container's entrypoint: boot, then a supervisor per agent; reaps every child.
+    ///
+    /// Boots like `boot` (heartbeat, every agent of the registry hydrated, dispatches taken: each
+    /// written to {root}/stasis-dispatch-{agent}.json), then starts `stasis-client supervise` for
+    /// every agent of the registry and every --agent, each in a process of its own with the same
+    /// tuning and COMMAND. May run as PID 1: it reaps every child and orphan (a child subreaper
+    /// otherwise) and forwards SIGTERM/SIGINT to the supervisors. Exits when the last supervisor
+    /// has: 9 if any was fenced, else the first non-zero code, else 0.
+    Up(UpArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,6 +8,8 @@ pub mod output;
 pub mod sidecar;
 pub mod sidecar_args;
 pub mod snapshot;
+pub mod supervise;
+pub mod supervise_args;
 pub mod tail;
 
 use std::time::Duration;

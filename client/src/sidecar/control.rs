@@ -14,6 +14,8 @@ pub(crate) struct Control {
     changed: Condvar,
     /// Mirrors `state.stop_deadline.is_some()` for checks on every line of the stream.
     stopping: AtomicBool,
+    /// The reader has opened the runtime's event stream at least once.
+    following: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -53,6 +55,16 @@ impl Control {
     /// True once a stop was asked for (cheap enough for every line read).
     pub(crate) fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::Relaxed)
+    }
+
+    /// The reader follows the runtime's event stream.
+    pub(crate) fn set_following(&self) {
+        self.following.store(true, Ordering::SeqCst);
+    }
+
+    /// True once the reader has followed the runtime's event stream.
+    pub(crate) fn is_following(&self) -> bool {
+        self.following.load(Ordering::SeqCst)
     }
 
     /// When the stop must be done, once one was asked for.

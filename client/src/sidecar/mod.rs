@@ -73,6 +73,7 @@ use crate::ids::{AgentRef, check_id};
 use crate::retry::RetryPolicy;
 
 pub use queue::Bound;
+use queue::Pushed;
 pub use resync::{GAP_EVENT, RESYNC_EVENT};
 pub use stats::Summary;
 
@@ -172,6 +173,40 @@ impl StopHandle {
     pub fn stop(&self) {
         self.control.request_stop(self.budget);
     }
+
+    /// Asks for the stop within `budget` rather than the options' shutdown budget (a
+    /// supervisor's eviction gives the flush what is left of its own).
+    pub fn stop_within(&self, budget: Duration) {
+        self.control.request_stop(budget);
+    }
+
+    /// True once the reader follows the runtime's event stream: from then on nothing the
+    /// runtime does is missed.
+    pub fn is_following(&self) -> bool {
+        self.control.is_following()
+    }
+}
+
+/// Queues events of the sidecar's owner (a supervisor's `stasis.runtime.*`) among the runtime's
+/// own, so that they are forwarded exactly once, in order, and covered by the snapshots'
+/// watermark like every other.
+#[derive(Debug, Clone)]
+pub struct Injector {
+    queue: Arc<Queue>,
+}
+
+impl Injector {
+    /// Queues `{type: kind, session_id, data}`; false when the sidecar no longer takes events
+    /// (it is stopping) or the event cannot be encoded.
+    pub fn send(&self, kind: &str, session_id: Option<&str>, data: &serde_json::Value) -> bool {
+        let Ok(data) = serde_json::value::to_raw_value(data) else {
+            return false;
+        };
+        match event::encode(kind, session_id, Some(&data), now_ms()) {
+            Ok((event, _)) => self.queue.push_event(event) == Pushed::Queued,
+            Err(_) => false,
+        }
+    }
 }
 
 /// A sidecar, ready to run.
@@ -180,12 +215,14 @@ pub struct Sidecar {
     log: Log,
     control: Arc<Control>,
     stats: Arc<Stats>,
+    queue: Arc<Queue>,
 }
 
 impl Sidecar {
     /// A sidecar with `options`, writing its lines to `log`.
     pub fn new(options: SidecarOptions, log: Log) -> Self {
         Sidecar {
+            queue: Arc::new(Queue::new(options.buffer)),
             options,
             log,
             control: Arc::default(),
@@ -198,6 +235,14 @@ impl Sidecar {
         StopHandle {
             control: Arc::clone(&self.control),
             budget: self.options.shutdown_budget,
+        }
+    }
+
+    /// A handle that queues the owner's own events (see [`Injector`]); events queued before
+    /// [`Sidecar::run`] go first.
+    pub fn injector(&self) -> Injector {
+        Injector {
+            queue: Arc::clone(&self.queue),
         }
     }
 
@@ -300,7 +345,7 @@ impl Sidecar {
 
     fn spawn(&self, started: Started) -> Result<Threads> {
         let options = &self.options;
-        let queue = Arc::new(Queue::new(options.buffer));
+        let queue = Arc::clone(&self.queue);
         let acked = Arc::new(AtomicU64::new(0));
         let (snapshot_calls, calls) = mpsc::channel();
         let reader = Reader {

@@ -64,6 +64,7 @@ impl Reader {
                     self.announce(connected_once, &resync);
                     connected_once = true;
                     self.queue.push_resync(resync.clone());
+                    self.control.set_following();
                     let lost = self.read(body, &mut filter);
                     if self.control.is_stopping() {
                         return;

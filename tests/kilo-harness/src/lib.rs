@@ -13,6 +13,9 @@
 //!   folder, and every check of the recovery. `tests/real_agent.rs` and the
 //!   `real-agent-demo` binary play it; `real-agent-outage` counts what a
 //!   stasis outage during a kilo conversation does to its events.
+//! - [`supervision`]: `stasis-client up` as a container's entrypoint with the real kilo under
+//!   each agent's supervisor: a kilo killed alone and brought back, a turn aborted at its
+//!   deadline, the eviction's phases on SIGTERM, a fenced container's kilo killed.
 //! - `record-fixtures` (the binary) drives scripted conversations through
 //!   both and writes kilo's raw event streams and its own view of the
 //!   messages, for the conversation rebuild's fixture tests.
@@ -39,9 +42,10 @@
 mod fake_model;
 mod kilo;
 pub mod story;
+pub mod supervision;
 
 pub use fake_model::{ChatMessage, FakeModel, MODEL_ID, ModelRequest, Reply, Script};
 pub use kilo::{
     EventStream, Kilo, KiloApi, KiloEvent, KiloMessage, KiloOptions, MessageInfo, Part,
-    SessionInfo, kilo_bin, kilo_version,
+    SessionInfo, kilo_bin, kilo_env, kilo_version,
 };

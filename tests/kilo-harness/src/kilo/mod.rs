@@ -54,3 +54,22 @@ pub fn kilo_version(bin: &std::path::Path) -> Result<String> {
     }
     Ok(version)
 }
+
+/// The environment `kilo serve` runs with offline against the fake model at `model_url` (what
+/// [`Kilo::start`] sets besides the home), for callers that start kilo themselves, such as a
+/// supervisor.
+///
+/// # Errors
+///
+/// When the config cannot be encoded.
+pub fn kilo_env(model_url: &str) -> Result<Vec<(String, String)>> {
+    let mut env: Vec<(String, String)> = config::OFFLINE_ENV
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect();
+    env.push((
+        "KILO_CONFIG_CONTENT".into(),
+        config::config_content(model_url)?,
+    ));
+    Ok(env)
+}

@@ -1,0 +1,191 @@
+//! `supervise` (one agent's runtime, for its whole life) and `up` (a container's entrypoint: a
+//! supervisor per agent).
+
+use std::sync::Arc;
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use stasis_client::sidecar::Log;
+use stasis_client::supervisor::up::{self, UpOptions};
+use stasis_client::supervisor::{
+    OnReady, Outcome, SignalHandle, SuperviseOptions, Supervisor, no_resume,
+};
+use stasis_client::{AgentRef, Client, Error, exit, town};
+
+use super::output::Output;
+use super::supervise_args::{SuperviseArgs, UpArgs};
+
+/// The resume step run after each start. The lead wires the `resume` module here.
+fn resume_step() -> OnReady {
+    no_resume()
+}
+
+fn log_for(out: &Output, prefix: String) -> Log {
+    let quiet = out.quiet;
+    Arc::new(move |line| {
+        if !quiet {
+            eprintln!("{prefix} {line}");
+        }
+    })
+}
+
+pub fn supervise(client: &Client, out: &Output, args: SuperviseArgs) -> Result<u8, Error> {
+    let agent = AgentRef::new(&args.town, &args.rig, &args.agent)?;
+    let mut options =
+        SuperviseOptions::new(agent, args.role, args.container_id, args.root, args.command);
+    options.workdir = args.workdir;
+    options.dispatch = args.dispatch;
+    args.tuning.apply(&mut options).map_err(Error::Config)?;
+    let log = log_for(out, format!("supervisor {}:", options.agent));
+    let supervisor = Supervisor::new(options, resume_step(), Arc::clone(&log));
+    deliver_signals(supervisor.signal_handle())?;
+    match supervisor.run(client) {
+        Outcome::Evicted => {
+            log("evicted: every phase done");
+            Ok(exit::OK)
+        }
+        Outcome::OverBudget(what) => {
+            eprintln!("error: the eviction budget ran out: {what}");
+            Ok(exit::OVER_BUDGET)
+        }
+        Outcome::GaveUp(message) => {
+            eprintln!("error: {message}");
+            Ok(exit::GAVE_UP)
+        }
+        Outcome::Fenced(error) | Outcome::Failed(error) => Err(error),
+    }
+}
+
+/// SIGTERM or SIGINT starts the eviction; a second one closes the nudge window.
+fn deliver_signals(handle: SignalHandle) -> Result<(), Error> {
+    let mut signals = Signals::new([SIGTERM, SIGINT])
+        .map_err(|e| Error::io("installing the SIGTERM/SIGINT handlers", e))?;
+    std::thread::Builder::new()
+        .name("supervisor-signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                handle.terminate(if signal == SIGTERM {
+                    "SIGTERM"
+                } else {
+                    "SIGINT"
+                });
+            }
+        })
+        .map(drop)
+        .map_err(|e| Error::io("starting the signal thread", e))
+}
+
+pub fn up(client: &Client, out: &Output, args: UpArgs) -> Result<u8, Error> {
+    let container_id = args.container_id.unwrap_or_else(town::new_container_id);
+    eprintln!("container_id: {container_id}");
+    let exe = std::env::current_exe().map_err(|e| Error::io("finding this binary", e))?;
+    let mut supervise_args = args.tuning.to_args();
+    if out.quiet {
+        supervise_args.insert(0, "--quiet".into());
+    }
+    let options = UpOptions {
+        town: args.town,
+        container_id,
+        root: args.root,
+        agents: args.agents,
+        supervise_args,
+        command: args.command,
+        exe,
+    };
+    let log = log_for(out, "up:".into());
+    up::up(client, &options, &log)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::args::{Cli, Command};
+
+    fn parse(line: &[&str]) -> Command {
+        Cli::try_parse_from(line)
+            .expect("the command line parses")
+            .command
+    }
+
+    #[test]
+    fn up_hands_every_supervisor_its_own_tuning() {
+        let Command::Up(up) = parse(&[
+            "stasis-client",
+            "up",
+            "--town",
+            "t",
+            "--agent",
+            "hq/mayor:mayor",
+            "--turn-deadline",
+            "90s",
+            "--start-limit-burst",
+            "2",
+            "--nudge",
+            "mayor=Save now",
+            "--save-command",
+            "git push",
+            "--",
+            "kilo",
+            "serve",
+        ]) else {
+            panic!("an up command");
+        };
+        let mut line = vec!["stasis-client", "supervise", "--town", "t", "--rig", "hq"];
+        line.extend([
+            "--agent",
+            "mayor",
+            "--role",
+            "mayor",
+            "--container-id",
+            "c-1",
+        ]);
+        let args = up.tuning.to_args();
+        line.extend(args.iter().map(String::as_str));
+        line.extend(["--", "kilo", "serve"]);
+        let Command::Supervise(supervise) = parse(&line) else {
+            panic!("a supervise command");
+        };
+        assert_eq!(
+            format!("{:?}", supervise.tuning),
+            format!("{:?}", up.tuning)
+        );
+        assert_eq!(supervise.command, ["kilo", "serve"]);
+    }
+
+    #[test]
+    fn the_command_lines_defaults_are_the_librarys() {
+        let Command::Supervise(args) = parse(&[
+            "stasis-client",
+            "supervise",
+            "--town",
+            "t",
+            "--rig",
+            "r",
+            "--agent",
+            "a",
+            "--role",
+            "polecat",
+            "--container-id",
+            "c-1",
+            "--",
+            "kilo",
+            "serve",
+        ]) else {
+            panic!("a supervise command");
+        };
+        let agent = AgentRef::new("t", "r", "a").expect("valid ids");
+        let defaults = SuperviseOptions::new(
+            agent.clone(),
+            "polecat".into(),
+            "c-1".into(),
+            "/tmp".into(),
+            vec!["kilo".into(), "serve".into()],
+        );
+        let mut options =
+            SuperviseOptions::new(agent, args.role, args.container_id, args.root, args.command);
+        args.tuning.apply(&mut options).expect("valid tuning");
+        assert_eq!(format!("{options:?}"), format!("{defaults:?}"));
+    }
+}

@@ -1,0 +1,188 @@
+//! The supervisor with the real Kilo CLI, played against a running stasis (issue 23's process
+//! side):
+//!
+//! 1. Container A's entrypoint is `stasis-client up` with the Mayor and a polecat (whose working
+//!    folder is a git clone); each gets a supervisor process running `kilo serve`. The Mayor
+//!    holds a turn, then its `kilo serve` alone is SIGKILLed: its supervisor starts it again in
+//!    A, on the same home; it serves the same session, and the next prompt makes kilo send the
+//!    model the earlier turns.
+//! 2. A polecat turn whose model stalls is aborted at the turn deadline (`stasis.turn.aborted`).
+//! 3. SIGTERM to A: the polecat's nudge reaches the model, the save command commits and pushes
+//!    its edit, each agent's last snapshot covers its last turn, every phase is in its log, and
+//!    `up` exits 0 within the budget.
+//! 4. Container A2 on an empty folder: `up` with no agent named brings back every agent of the
+//!    registry (the Mayor's session hydrated); container B heartbeats, and A2's supervisors,
+//!    fenced, kill their kilos at once and `up` exits 9.
+//!
+//! Measured on the way: a kilo crash to its session served again, and kilo's own start in it.
+
+mod acts;
+mod container;
+pub mod log;
+
+use crate::story::StasisApi;
+use crate::{FakeModel, Reply, Script};
+use anyhow::Result;
+use container::Entrypoint;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The rig of both agents.
+pub const RIG: &str = "hq";
+/// The Mayor's first prompt and its reply.
+pub const PROMPT_PLAN: &str = "What is on today's plan?";
+/// See [`PROMPT_PLAN`].
+pub const REPLY_PLAN: &str = "First the release notes, then the build check.";
+/// The Mayor's prompt after its kilo came back.
+pub const PROMPT_BACK: &str = "Where were we before the crash?";
+/// The polecat's first prompt.
+pub const PROMPT_FIX: &str = "Fix the typo in the notes";
+/// A prompt whose reply never comes (the model stalls for an hour).
+pub const PROMPT_STALL: &str = "Think about this for a very long time";
+/// What the polecat's nudge starts with (the supervisor's default text for polecats).
+pub const NUDGE_START: &str = "The container is shutting down.";
+/// The turn deadline the containers run with: a turn here takes about 1 s, but up to 20 s on a
+/// machine loaded 6x over (where a 10 s deadline aborted the Mayor's first turn).
+pub const TURN_DEADLINE: Duration = Duration::from_secs(25);
+/// The save command: the polecat's edit committed and pushed.
+pub const SAVE_COMMAND: &str =
+    "git add -A && git commit -q -m 'WIP: container eviction save' && git push -q origin HEAD";
+
+/// Where it plays, and with what.
+#[derive(Debug, Clone)]
+pub struct SupervisionOptions {
+    /// stasis's base URL.
+    pub url: String,
+    /// Its secret (a town token is minted from it).
+    pub secret: String,
+    /// The `stasis-client` binary.
+    pub client_bin: PathBuf,
+    /// The Kilo CLI.
+    pub kilo_bin: PathBuf,
+}
+
+/// What was measured.
+#[derive(Debug, Clone, Default)]
+pub struct SupervisionReport {
+    /// The town.
+    pub town: String,
+    /// From the SIGKILL of the Mayor's kilo to its session served again.
+    pub crash_to_served: Duration,
+    /// Of that: kilo's own start (spawn to its listening line), as its supervisor measured.
+    pub kilo_start: Duration,
+    /// Of that: the restart delay.
+    pub restart_delay: Duration,
+    /// From the stalled prompt to its abort.
+    pub stalled_turn_aborted_after: Duration,
+    /// From SIGTERM to `up`'s exit.
+    pub eviction_took: Duration,
+    /// From container B's heartbeat to A2's exit (fenced).
+    pub fenced_exit_after: Duration,
+}
+
+/// The model's script.
+fn script() -> Script {
+    Script::new()
+        .when(PROMPT_PLAN, Reply::text(REPLY_PLAN))
+        .when(PROMPT_BACK, Reply::text("We were planning the release."))
+        .when(PROMPT_FIX, Reply::text("Fixed the typo."))
+        .when(
+            PROMPT_STALL,
+            Reply::paced_text("Never mind.", Duration::from_secs(3600)),
+        )
+        .when(NUDGE_START, Reply::text("Committing and pushing now."))
+        .title("Supervised")
+}
+
+/// Plays the four acts; `narrate` gets a line per step.
+///
+/// # Errors
+///
+/// When a step or a check fails (the error says which, with the container's output).
+pub fn play(options: &SupervisionOptions, narrate: &dyn Fn(&str)) -> Result<SupervisionReport> {
+    let temp = tempfile::Builder::new()
+        .prefix("stasis-supervision-")
+        .tempdir()?;
+    let model = FakeModel::start(script())?;
+    let town = format!("sup-{}", crate::story::random_suffix());
+    let token = log::town_token(&options.secret, &town)?;
+    let stage = Stage {
+        api: StasisApi::new(&options.url, &token),
+        town,
+        root: temp.path().join("tmp"),
+        work: temp.path().to_owned(),
+        model: &model,
+        options,
+        narrate,
+    };
+    std::fs::create_dir_all(&stage.root)?;
+    let mut report = SupervisionReport {
+        town: stage.town.clone(),
+        ..SupervisionReport::default()
+    };
+    acts::play(&stage, &mut report)?;
+    Ok(report)
+}
+
+/// What every act needs.
+pub(crate) struct Stage<'a> {
+    api: StasisApi,
+    town: String,
+    /// The containers' `/tmp`.
+    root: PathBuf,
+    /// Outside the containers: logs, the git remote, container B's folder.
+    work: PathBuf,
+    model: &'a FakeModel,
+    options: &'a SupervisionOptions,
+    narrate: &'a dyn Fn(&str),
+}
+
+impl Stage<'_> {
+    fn say(&self, line: &str) {
+        (self.narrate)(line);
+    }
+
+    fn agent_path(&self, agent: &str) -> String {
+        format!("/api/towns/{}/rigs/{RIG}/agents/{agent}", self.town)
+    }
+
+    /// `stasis-client up` as container `id`, with `agents` named, into `log`.
+    fn up(&self, id: &str, agents: &[&str], log: &Path) -> Result<Entrypoint> {
+        let mut args: Vec<String> = ["up", "--town", &self.town, "--container-id", id]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        args.push("--root".into());
+        args.push(self.root.display().to_string());
+        for agent in agents {
+            args.push("--agent".into());
+            args.push((*agent).to_owned());
+        }
+        let deadline = format!("{}ms", TURN_DEADLINE.as_millis());
+        for (name, value) in [
+            ("--turn-deadline", deadline.as_str()),
+            // kilo took up to 56 s to print its listening line on a machine loaded 5x over.
+            ("--start-timeout", "150s"),
+            ("--fence-check", "500ms"),
+            ("--restart-delay", "200ms"),
+            ("--snapshot-interval", "1s"),
+            ("--nudge-window", "60s"),
+            ("--eviction-budget", "120s"),
+            ("--stop-grace", "10s"),
+            ("--save-timeout", "30s"),
+            ("--save-command", SAVE_COMMAND),
+        ] {
+            args.push(name.into());
+            args.push(value.into());
+        }
+        args.push("--".into());
+        args.push(self.options.kilo_bin.display().to_string());
+        for arg in ["serve", "--port", "0", "--hostname", "127.0.0.1"] {
+            args.push(arg.into());
+        }
+        let mut env = crate::kilo_env(&self.model.base_url())?;
+        env.push(("STASIS_URL".into(), self.api.base().to_owned()));
+        env.push(("STASIS_TOKEN".into(), self.api.token().to_owned()));
+        Entrypoint::start(&self.options.client_bin, &args, &env, log)
+    }
+}
