@@ -2,22 +2,54 @@
 //! supervisor per agent).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
+use stasis_client::resume::{self, DispatchPrompt, ResumeOptions};
 use stasis_client::sidecar::Log;
 use stasis_client::supervisor::up::{self, UpOptions};
 use stasis_client::supervisor::{
-    OnReady, Outcome, SignalHandle, SuperviseOptions, Supervisor, no_resume,
+    OnReady, Outcome, ReadyRuntime, SignalHandle, SuperviseOptions, Supervisor,
 };
 use stasis_client::{AgentRef, Client, Error, exit, town};
 
 use super::output::Output;
 use super::supervise_args::{SuperviseArgs, UpArgs};
 
-/// The resume step run after each start. The lead wires the `resume` module here.
+/// The resume step run after each start: the session is chosen (or created with the
+/// dispatch's prompt), a reply the last death cut is finished once, the inbox is delivered, and
+/// a follower delivers what arrives while this runtime lives.
 fn resume_step() -> OnReady {
-    no_resume()
+    Arc::new(|ready: &ReadyRuntime| {
+        let dispatch = ready
+            .dispatch
+            .as_deref()
+            .and_then(|path| std::fs::read(path).ok())
+            .and_then(|bytes| serde_json::from_slice::<DispatchPrompt>(&bytes).ok());
+        let options = ResumeOptions {
+            dispatch,
+            ..ResumeOptions::default()
+        };
+        let log = Arc::clone(&ready.log);
+        let outcome =
+            resume::after_start(&ready.client, &ready.agent, &ready.url, &options, &|line| {
+                log(line)
+            })?;
+        let follower = resume::follow_inbox(
+            &ready.client,
+            &ready.agent,
+            &ready.url,
+            &outcome.session_id,
+            outcome.inbox_cursor,
+            Arc::clone(&ready.log),
+        )?;
+        while ready.alive.load(Ordering::SeqCst) {
+            std::thread::sleep(resume::STOP_CHECK);
+        }
+        follower.stop();
+        Ok(())
+    })
 }
 
 fn log_for(out: &Output, prefix: String) -> Log {
