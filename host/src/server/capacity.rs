@@ -149,15 +149,17 @@ mod tests {
         let _a = admitted(capacity.admit(&first));
         let _b = admitted(capacity.admit(&second));
         let _served = second.begin();
-        assert!(matches!(capacity.admit(&third), Admission::Replaced(_)));
+        let replaced = capacity.admit(&third);
+        assert!(matches!(replaced, Admission::Replaced(_)));
         assert_eq!(
             first.waiting_for_first_head(),
             None,
             "the first was evicted"
         );
+        let _third_served = third.begin();
         assert!(
             matches!(capacity.admit(&Clock::start()), Admission::Full),
-            "the third was let in and the second has a request under way"
+            "the second and the third have requests under way"
         );
     }
 
