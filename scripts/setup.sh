@@ -118,20 +118,33 @@ stasis_bench_peer() {
 
 # A copy of wrangler.toml without [build], written beside it (paths in it
 # are relative to its folder), for running a bundle that is already built:
-# with [build], wrangler dev would build again at start.
+# with [build], wrangler dev would build again at start. Each call writes a
+# file of its own: a running wrangler watches its config, and dies when
+# another run rewrites or removes it. The caller removes the file when done.
 stasis_prebuilt_wrangler_config() {
-    local config="$STASIS_ROOT/.wrangler-prebuilt.toml"
+    local config
+    config="$(mktemp --suffix=.toml "$STASIS_ROOT/.wrangler-prebuilt.XXXXXXXX")"
     sed '/^\[build\]/,/^$/d' "$STASIS_ROOT/wrangler.toml" >"$config"
     echo "$config"
 }
 
+# The configs stasis_start_edge wrote in this shell; removed by
+# stasis_remove_edge_configs once their wranglers are stopped.
+STASIS_EDGE_CONFIGS=()
+stasis_remove_edge_configs() {
+    if [ "${#STASIS_EDGE_CONFIGS[@]}" -gt 0 ]; then rm -f "${STASIS_EDGE_CONFIGS[@]}"; fi
+    STASIS_EDGE_CONFIGS=()
+}
+
 # Starts `wrangler dev --local` on loopback in its own process group.
 # Usage: stasis_start_edge PORT PERSIST_DIR ENV_FILE LOG; sets EDGE_PID, which
-# is also the process group id (setsid runs in the backgrounded child itself,
+# is also the process group id, and runs wrangler on a config of its own
+# (see stasis_remove_edge_configs) (setsid runs in the backgrounded child itself,
 # so `kill -- -$EDGE_PID` reaches wrangler and its workerd processes).
 stasis_start_edge() {
     local port="$1" persist="$2" env_file="$3" log="$4" config
     config="$(stasis_prebuilt_wrangler_config)"
+    STASIS_EDGE_CONFIGS+=("$config")
     WRANGLER_SEND_METRICS=false CI=true setsid \
         "$STASIS_ROOT/node_modules/.bin/wrangler" dev --cwd "$STASIS_ROOT" --config "$config" \
         --local --ip 127.0.0.1 --port "$port" --inspector-port "$(stasis_free_port)" \

@@ -59,13 +59,21 @@ pub struct ServerLimits {
     pub body_min_rate: u64,
     /// The window `body_min_rate` is measured over.
     pub body_window: Duration,
-    /// Connections served at once; one more is answered 503.
+    /// Request connections served at once; past it a new one takes the
+    /// place of the oldest that has not sent a request head yet, or is
+    /// answered 503.
     pub max_connections: usize,
+    /// Live tails (event streams) open at once, apart from the request
+    /// connections; one more is answered 503.
+    pub max_tails: usize,
     /// The most bytes an import's body may carry (it is streamed, so this
     /// bounds transfer, not memory).
     pub max_import_bytes: u64,
     /// How long requests in flight get to finish after SIGTERM or SIGINT.
     pub shutdown_grace: Duration,
+    /// Bytes kept free in the data folder, released when the disk fills so
+    /// that reads and deletes go on (see `server::disk`); 0 keeps none.
+    pub disk_reserve: u64,
 }
 
 impl Default for ServerLimits {
@@ -76,8 +84,10 @@ impl Default for ServerLimits {
             body_min_rate: 1024,
             body_window: Duration::from_secs(15),
             max_connections: 1024,
+            max_tails: 1024,
             max_import_bytes: stasis_api::DEFAULT_IMPORT_LIMIT,
             shutdown_grace: Duration::from_secs(10),
+            disk_reserve: 8 << 20,
         }
     }
 }
@@ -135,6 +145,9 @@ impl ServeConfig {
         }
         if self.server.max_connections == 0 {
             bail!("--max-connections must be at least 1");
+        }
+        if self.server.max_tails == 0 {
+            bail!("--max-tails must be at least 1");
         }
         if self.objects.max_open == 0 {
             bail!("--max-open-objects must be at least 1");

@@ -78,9 +78,16 @@ struct LimitArgs {
     /// The window --body-min-rate is measured over.
     #[arg(long, env = "STASIS_BODY_RATE_WINDOW", default_value_t = ServerLimits::default().body_window.into())]
     body_rate_window: humantime::Duration,
-    /// Connections served at once; one more is answered 503.
-    #[arg(long, env = "STASIS_MAX_CONNECTIONS", default_value_t = ServerLimits::default().max_connections)]
-    max_connections: usize,
+    /// Request connections served at once; past it a new one takes the
+    /// place of the oldest that has sent no request head, or is answered
+    /// 503. Unset: fits the open-file limit (see `open_files`).
+    #[arg(long, env = "STASIS_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// Live tails (event streams) open at once, counted apart from the
+    /// request connections; one more is answered 503. Unset: fits the
+    /// open-file limit.
+    #[arg(long, env = "STASIS_MAX_TAILS")]
+    max_tails: Option<usize>,
     /// The most bytes an import's body may carry (16 GiB: any agent the
     /// contract allows fits); the body is streamed, so memory stays small.
     #[arg(long, env = "STASIS_MAX_IMPORT_BYTES", default_value_t = ServerLimits::default().max_import_bytes)]
@@ -89,10 +96,15 @@ struct LimitArgs {
     /// (live tails end at once) before the process exits.
     #[arg(long, env = "STASIS_SHUTDOWN_GRACE", default_value_t = ServerLimits::default().shutdown_grace.into())]
     shutdown_grace: humantime::Duration,
+    /// Bytes kept free in the data folder (a reserve file): when the disk
+    /// fills, the reserve is released so that reads and deletes go on, and
+    /// writes are answered 507 until space is freed. 0 keeps none.
+    #[arg(long, env = "STASIS_DISK_RESERVE", default_value_t = ServerLimits::default().disk_reserve)]
+    disk_reserve: u64,
     /// Objects (agents and towns) kept open at once; past it the least
-    /// recently used idle ones are closed.
-    #[arg(long, env = "STASIS_MAX_OPEN_OBJECTS", default_value_t = ObjectLimits::default().max_open)]
-    max_open_objects: usize,
+    /// recently used idle ones are closed. Unset: fits the open-file limit.
+    #[arg(long, env = "STASIS_MAX_OPEN_OBJECTS")]
+    max_open_objects: Option<usize>,
     /// An object unused this long is closed (and reopened on its next call).
     #[arg(long, env = "STASIS_OBJECT_IDLE_TIMEOUT", default_value_t = ObjectLimits::default().idle_timeout.into())]
     object_idle_timeout: humantime::Duration,
@@ -102,6 +114,8 @@ impl ServeArgs {
     /// The settings these flags describe (not yet checked).
     pub fn into_config(self) -> anyhow::Result<ServeConfig> {
         let limits = self.limits;
+        // Caps left unset fit the open-file limit once it is raised.
+        let fitted = stasis_host::server::fit_caps(stasis_host::server::raise_open_file_limit());
         Ok(ServeConfig {
             listen: self.listen,
             data_dir: self.data_dir,
@@ -118,12 +132,14 @@ impl ServeArgs {
                 idle_timeout: limits.idle_timeout.into(),
                 body_min_rate: limits.body_min_rate,
                 body_window: limits.body_rate_window.into(),
-                max_connections: limits.max_connections,
+                max_connections: limits.max_connections.unwrap_or(fitted.connections),
+                max_tails: limits.max_tails.unwrap_or(fitted.tails),
                 max_import_bytes: limits.max_import_bytes,
                 shutdown_grace: limits.shutdown_grace.into(),
+                disk_reserve: limits.disk_reserve,
             },
             objects: ObjectLimits {
-                max_open: limits.max_open_objects,
+                max_open: limits.max_open_objects.unwrap_or(fitted.objects),
                 idle_timeout: limits.object_idle_timeout.into(),
             },
         })

@@ -154,3 +154,43 @@ fn sigterm_finishes_uploads_ends_tails_refuses_new_connections_and_exits_zero() 
         "the snapshot acknowledged during shutdown is stored"
     );
 }
+
+#[test]
+fn an_upload_still_arriving_when_the_grace_ends_gets_503_and_changes_nothing() {
+    let data = tempfile::tempdir().expect("temp dir");
+    support::with_compiled_components(data.path());
+    let mut server = Server::start(data.path(), &["--shutdown-grace", "1s"]);
+    append(&server, 1);
+    let mut upload = connect(&server);
+    let head = format!(
+        "PUT {AGENT}/db-snapshot HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\n\
+         Content-Type: application/octet-stream\r\nContent-Length: {UPLOAD}\r\n\r\n",
+        admin()
+    );
+    upload.write_all(head.as_bytes()).expect("upload head");
+    upload.write_all(&[7; UPLOAD / 2]).expect("first half");
+    std::thread::sleep(Duration::from_millis(300));
+    sigterm(&server);
+
+    // The second half never comes: when the grace ends the upload is
+    // answered, not cut.
+    let answer = read_to_close(&mut upload);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    let lower = answer.to_ascii_lowercase();
+    assert!(lower.contains("\r\nretry-after: 1\r\n"), "{answer}");
+    assert!(answer.contains(r#""code":"shutting_down""#), "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.child.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "the host did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let restarted = Server::start(data.path(), &[]);
+    let status = agent()
+        .get(format!("{}{AGENT}/db-snapshot", restarted.base))
+        .header("Authorization", &admin())
+        .call()
+        .expect("download")
+        .status();
+    assert_eq!(status.as_u16(), 404, "the refused upload stored nothing");
+}

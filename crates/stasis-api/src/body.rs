@@ -42,7 +42,8 @@ pub fn check_content_type(headers: &HeaderMap, wanted: &str) -> Result<(), ApiEr
 /// be read back ([`stasis_domain::json_limits`]) → 400 `invalid_request`
 /// naming the field (`agents[2].role: invalid type ...`).
 pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    let text = checked_json(body)?;
+    // Stored values inside are checked on their own, to the full depth.
+    let text = checked_json(body, stasis_domain::json_limits::check_body)?;
     if !text.trim_start().starts_with('{') {
         return Err(ApiError::invalid_request("the body must be a JSON object"));
     }
@@ -70,11 +71,14 @@ pub fn parse_optional_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Resul
 /// The body as JSON text, checked to be one JSON value that can be read
 /// back.
 pub fn json_text(body: &[u8]) -> Result<String, ApiError> {
-    checked_json(body).map(|text| text.trim().to_owned())
+    checked_json(body, stasis_domain::json_limits::check).map(|text| text.trim().to_owned())
 }
 
 /// UTF-8 JSON text, one value, within [`stasis_domain::json_limits`].
-fn checked_json(body: &[u8]) -> Result<&str, ApiError> {
+fn checked_json(
+    body: &[u8],
+    limits: fn(&str) -> Result<(), stasis_domain::json_limits::JsonBreach>,
+) -> Result<&str, ApiError> {
     let invalid_json = |why: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", why);
     let text = std::str::from_utf8(body)
         .map_err(|_| invalid_json("the body is not UTF-8 JSON".to_owned()))?;
@@ -82,7 +86,7 @@ fn checked_json(body: &[u8]) -> Result<&str, ApiError> {
     // no depth limit applies, so the limits below get to name the place.
     serde_json::from_str::<serde::de::IgnoredAny>(text)
         .map_err(|err| invalid_json(format!("the body is not valid JSON: {err}")))?;
-    stasis_domain::json_limits::check(text)
+    limits(text)
         .map_err(|breach| ApiError::invalid_request(format!("the body {}", breach.describe())))?;
     Ok(text)
 }
@@ -119,7 +123,9 @@ mod tests {
         let deep = format!(r#"{{"metadata":{}{}}}"#, "[".repeat(200), "]".repeat(200));
         let (code, message) = refusal(&deep);
         assert_eq!(code, "invalid_request");
-        assert!(message.contains("deeper than 64"), "{message}");
+        assert!(message.contains("deeper than"), "{message}");
+        let deepest = format!(r#"{{"metadata":{}{}}}"#, "[".repeat(64), "]".repeat(64));
+        assert_eq!(refusal(&deepest).0, "accepted", "64 levels are allowed");
         assert_eq!(refusal(r#"{"metadata":[1e999"#).0, "invalid_json");
         assert_eq!(refusal(r#"{"metadata":{"n":1e300}}"#).0, "accepted");
     }

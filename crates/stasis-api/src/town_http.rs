@@ -11,7 +11,7 @@ use crate::{
     idempotency, query::Query, reply,
 };
 use bytes::Bytes;
-use futures::future::try_join_all;
+use futures::{StreamExt, TryStreamExt, future::try_join_all};
 use http::{HeaderMap, Method, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 use stasis_domain::{
@@ -242,6 +242,11 @@ pub(crate) struct AgentListing {
     snapshot: Option<SnapshotMeta>,
 }
 
+/// How many agents `GET /agents` reads at once: each read opens the agent's
+/// object, so a town of thousands must not open them all together (the
+/// host would run out of descriptors).
+const LISTING_READS_AT_ONCE: usize = 16;
+
 /// `GET /agents`: the town's directory, each agent with its log's newest
 /// seq and its snapshot metadata. Needs no container.
 pub async fn agents<O: Objects + Snapshots>(
@@ -249,7 +254,7 @@ pub async fn agents<O: Objects + Snapshots>(
     town_id: &str,
 ) -> Result<Response<Bytes>, ApiError> {
     let directory = objects.town(town_id, op::list_agents()).await?;
-    let listing = try_join_all(directory.into_iter().map(|agent| async move {
+    let reads = directory.into_iter().map(|agent| async move {
         let key = AgentKey::new(town_id, &agent.rig_id, &agent.agent_id)?;
         let probe = agent_op::read_events(tail_probe());
         let last_seq = objects.agent(&key, probe).await?.last_seq;
@@ -264,8 +269,11 @@ pub async fn agents<O: Objects + Snapshots>(
             last_seq,
             snapshot,
         })
-    }))
-    .await?;
+    });
+    let listing: Vec<AgentListing> = futures::stream::iter(reads)
+        .buffered(LISTING_READS_AT_ONCE)
+        .try_collect()
+        .await?;
     Ok(reply::json(StatusCode::OK, &AgentsView { agents: listing }))
 }
 

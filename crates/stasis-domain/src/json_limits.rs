@@ -20,6 +20,13 @@
 /// runtimes' events nest about 6 levels deep.
 pub const MAX_JSON_DEPTH: usize = 64;
 
+/// The deepest nesting of a request body that carries stored values: the
+/// values are checked against [`MAX_JSON_DEPTH`] on their own, and the body
+/// wraps them a few levels deeper (`{"events":[{"data":...}]}` adds three),
+/// so a value the rule allows is never refused for its envelope. Still far
+/// below any parser's recursion limit.
+pub const MAX_BODY_DEPTH: usize = MAX_JSON_DEPTH + 8;
+
 /// A refusal's path is cut after this many characters (a path 64 levels
 /// deep into arrays would be longer than is useful).
 const MAX_PATH_CHARS: usize = 120;
@@ -53,15 +60,25 @@ impl JsonBreach {
 /// pair. Text that is not valid JSON never panics here; it
 /// may pass or be refused.
 pub fn check(text: &str) -> Result<(), JsonBreach> {
+    check_to_depth(text, MAX_JSON_DEPTH)
+}
+
+/// [`check`] for a whole request body, whose stored values are checked on
+/// their own: nesting may reach [`MAX_BODY_DEPTH`].
+pub fn check_body(text: &str) -> Result<(), JsonBreach> {
+    check_to_depth(text, MAX_BODY_DEPTH)
+}
+
+fn check_to_depth(text: &str, max_depth: usize) -> Result<(), JsonBreach> {
     let mut fast = NoPath;
-    match scan(text.as_bytes(), &mut fast) {
+    match scan(text.as_bytes(), max_depth, &mut fast) {
         None => Ok(()),
         Some(problem) => {
             let mut tracker = PathTracker::default();
-            scan(text.as_bytes(), &mut tracker);
+            scan(text.as_bytes(), max_depth, &mut tracker);
             Err(JsonBreach {
                 path: tracker.rendered,
-                why: problem.describe(),
+                why: problem.describe(max_depth),
             })
         }
     }
@@ -75,11 +92,11 @@ enum Problem {
 }
 
 impl Problem {
-    fn describe(&self) -> String {
+    fn describe(&self, max_depth: usize) -> String {
         match self {
             Self::Depth => format!(
-                "nests arrays and objects deeper than {MAX_JSON_DEPTH} levels (the most a stored \
-                 value may have)"
+                "nests arrays and objects deeper than {max_depth} levels (the most a stored \
+                 value may have is {MAX_JSON_DEPTH})"
             ),
             Self::Number(number) => format!(
                 "holds the number {number}, which is out of range: JSON numbers must fit a 64-bit \
@@ -183,7 +200,7 @@ impl Tracker for PathTracker {
 }
 
 /// One pass over valid JSON text: the first problem, if any.
-fn scan(bytes: &[u8], tracker: &mut impl Tracker) -> Option<Problem> {
+fn scan(bytes: &[u8], max_depth: usize, tracker: &mut impl Tracker) -> Option<Problem> {
     let mut depth = 0usize;
     let mut at = 0usize;
     while let Some(&byte) = bytes.get(at) {
@@ -202,7 +219,7 @@ fn scan(bytes: &[u8], tracker: &mut impl Tracker) -> Option<Problem> {
             b'{' | b'[' => {
                 depth += 1;
                 tracker.open(byte == b'{');
-                if depth > MAX_JSON_DEPTH {
+                if depth > max_depth {
                     tracker.stop();
                     return Some(Problem::Depth);
                 }
@@ -383,6 +400,26 @@ mod tests {
         let (path, why) = refusal(&deeper).unwrap_or_default();
         assert!(path.starts_with(".k[0][0]"), "{path}");
         assert!(why.contains("deeper than 64"), "{why}");
+    }
+
+    #[test]
+    fn a_body_may_wrap_a_value_at_the_deepest_allowed_nesting() {
+        let value = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        assert_eq!(check(&value), Ok(()));
+        let metadata = format!(r#"{{"metadata":{value}}}"#);
+        assert_eq!(check_body(&metadata), Ok(()));
+        let event = format!(r#"{{"events":[{{"type":"t","data":{value}}}]}}"#);
+        assert_eq!(check_body(&event), Ok(()));
+        let too_deep = format!(
+            "{}{}",
+            "[".repeat(MAX_BODY_DEPTH + 1),
+            "]".repeat(MAX_BODY_DEPTH + 1)
+        );
+        assert!(check_body(&too_deep).is_err());
     }
 
     #[test]

@@ -62,6 +62,9 @@ struct Queue {
     idle_db: Option<SqliteStore>,
 }
 
+/// Closes idle objects to free descriptors; returns how many it closed.
+pub type Relief = Arc<dyn Fn() -> usize + Send + Sync>;
+
 /// One object on this host.
 pub struct Object {
     kind: ObjectKind,
@@ -70,6 +73,8 @@ pub struct Object {
     queue: Mutex<Queue>,
     last_seq: watch::Sender<u64>,
     metrics: Arc<Metrics>,
+    /// Called when the database cannot be opened for want of descriptors.
+    relief: Option<Relief>,
 }
 
 impl Object {
@@ -87,7 +92,15 @@ impl Object {
             queue: Mutex::new(Queue::default()),
             last_seq: watch::Sender::new(0),
             metrics,
+            relief: None,
         }
+    }
+
+    /// This object, calling `relief` when its database cannot be opened
+    /// for want of descriptors, before trying once more.
+    pub fn with_relief(mut self, relief: Relief) -> Self {
+        self.relief = Some(relief);
+        self
     }
 
     /// Subscribes to the newest committed seq, for live tails.
@@ -187,8 +200,26 @@ impl Object {
         }
     }
 
-    /// Opens the database (created durably when new) and its tables.
+    /// Opens the database (created durably when new) and its tables; when
+    /// descriptors ran out, closes idle objects and tries once more, so
+    /// that the least recently used objects close before a call fails.
     fn open_db(&self) -> Result<SqliteStore, DomainError> {
+        match self.try_open_db() {
+            Err(err) if out_of_descriptors(&err) => {
+                let closed = self.relief.as_ref().map_or(0, |relief| relief());
+                tracing::warn!(
+                    object = %self.path.display(),
+                    %err,
+                    closed,
+                    "out of descriptors opening an object; closed idle objects and tried again"
+                );
+                self.try_open_db()
+            }
+            opened => opened,
+        }
+    }
+
+    fn try_open_db(&self) -> Result<SqliteStore, DomainError> {
         let db = SqliteStore::open_durably(&self.path, self.durability, |db| match self.kind {
             ObjectKind::Agent => stasis_domain::agent::migrate(db),
             ObjectKind::Town => stasis_domain::town::migrate(db),
@@ -395,4 +426,14 @@ fn in_savepoint<Rep>(
     }
     savepoint.close(&store.data().db, result.is_ok())?;
     result
+}
+
+/// Whether opening failed for want of descriptors: the OS error (`EMFILE`,
+/// `ENFILE`) from creating the folder, or SQLite's "unable to open", which
+/// it also gives for a full descriptor table.
+fn out_of_descriptors(err: &DomainError) -> bool {
+    let text = err.to_string();
+    ["os error 24", "os error 23", "unable to open database file"]
+        .iter()
+        .any(|sign| text.contains(sign))
 }

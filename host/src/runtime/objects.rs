@@ -84,6 +84,11 @@ impl HostObjects {
         }
     }
 
+    /// The data folder.
+    pub fn data_dir(&self) -> &std::path::Path {
+        &self.inner.data_dir
+    }
+
     /// The host's metrics.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.inner.metrics
@@ -148,12 +153,28 @@ impl HostObjects {
     }
 
     fn object(&self, kind: ObjectKind, path: PathBuf) -> Object {
+        let pool = Arc::downgrade(&self.inner);
         Object::new(
             kind,
             path,
             self.inner.durability,
             Arc::clone(&self.inner.metrics),
         )
+        .with_relief(Arc::new(move || {
+            pool.upgrade().map_or(0, |inner| inner.open.relieve())
+        }))
+    }
+
+    /// Descriptors ran out (accepting a connection failed): closes idle
+    /// objects, least recently used first, off the async threads.
+    pub fn relieve_descriptor_pressure(&self) {
+        let pool = Arc::downgrade(&self.inner);
+        drop(tokio::task::spawn_blocking(move || {
+            if let Some(inner) = pool.upgrade() {
+                let closed = inner.open.relieve();
+                tracing::warn!(closed, "out of descriptors: closed idle objects");
+            }
+        }));
     }
 
     /// `<data>/towns/<town>/rigs/<rig>/agents/<agent>/agent.sqlite`. Ids are

@@ -1,14 +1,16 @@
-//! The accept loop: a cap on connections served at once, and accept
-//! failures that neither flood the log nor spin.
+//! The accept loop: a cap on connections served at once (see
+//! [`super::capacity`]), and accept failures that neither flood the log
+//! nor spin.
 //!
 //! When the process runs out of descriptors, `accept` fails until a
 //! connection closes; retrying at once would spin and log millions of
 //! lines. Instead each failure is followed by a pause that doubles (up to a
 //! second), and the failures are logged at most every [`LOG_EVERY`] with a
-//! count. Pending connections wait in the listen backlog meanwhile, and the
-//! connection timeouts free descriptors.
+//! count. Pending connections wait in the listen backlog meanwhile; idle
+//! objects are closed to free descriptors, and so are connections as they
+//! time out.
 
-use super::{Site, connection, log_throttle::LogThrottle};
+use super::{Site, capacity::Admission, clock::Clock, connection, log_throttle::LogThrottle};
 use hyper_util::server::graceful::GracefulShutdown;
 use std::{
     future::Future,
@@ -30,50 +32,149 @@ const LONGEST_PAUSE: Duration = Duration::from_secs(1);
 const LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// Accepts connections until `shutdown` resolves; each is served under
-/// `graceful` while a slot is free, else answered 503.
+/// `graceful` while it has a place, else answered 503.
 pub async fn accept_until(
     listener: TcpListener,
     site: Arc<Site>,
     graceful: &GracefulShutdown,
     shutdown: impl Future<Output = ()>,
 ) {
-    let slots = Arc::new(Semaphore::new(site.limits.max_connections));
     let refusals = Arc::new(Semaphore::new(REFUSAL_SLOTS));
     let mut failures = Failures::default();
-    let mut refused = LogThrottle::new(LOG_EVERY);
+    let mut crowding = Crowding::default();
     let mut shutdown = std::pin::pin!(shutdown);
+    let mut log_tick = tokio::time::interval(LOG_EVERY);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            () = &mut shutdown => return,
+            () = &mut shutdown => break,
+            _ = log_tick.tick() => {
+                crowding.log_pending(&site);
+                continue;
+            }
         };
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(err) => {
+                if is_out_of_descriptors(&err) {
+                    site.api.objects().relieve_descriptor_pressure();
+                }
                 let pause = failures.failed(&err);
                 tokio::select! {
                     () = tokio::time::sleep(pause) => {}
-                    () = &mut shutdown => return,
+                    () = &mut shutdown => break,
                 }
                 continue;
             }
         };
         failures.recovered();
-        if let Ok(slot) = Arc::clone(&slots).try_acquire_owned() {
-            tokio::spawn(connection::serve(stream, Arc::clone(&site), graceful, slot));
-            continue;
-        }
-        if let Some(count) = refused.occurred(Instant::now()) {
-            tracing::warn!(
-                refused = count,
-                max_connections = site.limits.max_connections,
-                "connections over the cap were answered 503 (logged at most every 10 s)"
-            );
-        }
-        if let Ok(slot) = Arc::clone(&refusals).try_acquire_owned() {
-            tokio::spawn(connection::refuse(stream, Arc::clone(&site), slot));
+        let clock = Clock::start();
+        let place = match site.capacity.admit(&clock) {
+            Admission::Admitted(place) => place,
+            Admission::Replaced(place) => {
+                crowding.replaced(&site);
+                // Lets the new connection read the head it may have sent
+                // before the next one could replace it in turn.
+                let served = connection::serve(stream, Arc::clone(&site), graceful, clock, place);
+                tokio::spawn(served);
+                tokio::task::yield_now().await;
+                continue;
+            }
+            Admission::Full => {
+                crowding.refused(&site);
+                if let Ok(slot) = Arc::clone(&refusals).try_acquire_owned() {
+                    tokio::spawn(connection::refuse(stream, Arc::clone(&site), slot));
+                }
+                continue;
+            }
+        };
+        tokio::spawn(connection::serve(
+            stream,
+            Arc::clone(&site),
+            graceful,
+            clock,
+            place,
+        ));
+    }
+    crowding.log_rest(&site);
+}
+
+/// Connections turned away or closed at the cap, and their log lines: each
+/// kind logged at once, then at most every [`LOG_EVERY`] with how many
+/// came since, so that every one is counted.
+struct Crowding {
+    refused: LogThrottle,
+    replaced: LogThrottle,
+}
+
+impl Default for Crowding {
+    fn default() -> Self {
+        Self {
+            refused: LogThrottle::new(LOG_EVERY),
+            replaced: LogThrottle::new(LOG_EVERY),
         }
     }
+}
+
+impl Crowding {
+    fn refused(&mut self, site: &Site) {
+        if let Some(count) = self.refused.occurred(Instant::now()) {
+            log_refused(site, count);
+        }
+    }
+
+    fn replaced(&mut self, site: &Site) {
+        if let Some(count) = self.replaced.occurred(Instant::now()) {
+            log_replaced(site, count);
+        }
+    }
+
+    /// Logs the counts not yet logged, due or not (the server is stopping).
+    fn log_rest(&mut self, site: &Site) {
+        if let Some(count) = self.refused.rest() {
+            log_refused(site, count);
+        }
+        if let Some(count) = self.replaced.rest() {
+            log_replaced(site, count);
+        }
+    }
+
+    /// Logs the counts not yet logged, when a line is due.
+    fn log_pending(&mut self, site: &Site) {
+        let now = Instant::now();
+        if let Some(count) = self.refused.pending(now) {
+            log_refused(site, count);
+        }
+        if let Some(count) = self.replaced.pending(now) {
+            log_replaced(site, count);
+        }
+    }
+}
+
+fn log_refused(site: &Site, count: u64) {
+    tracing::warn!(
+        refused = count,
+        max_connections = site.limits.max_connections,
+        "connections over the cap, every one with a request under way, were answered 503 \
+         (logged at most every 10 s, with the count since the last line)"
+    );
+}
+
+fn log_replaced(site: &Site, count: u64) {
+    tracing::info!(
+        closed = count,
+        max_connections = site.limits.max_connections,
+        "at the cap, connections that had sent no request head were closed for new ones \
+         (logged at most every 10 s, with the count since the last line)"
+    );
+}
+
+/// The process or the system has no descriptor left.
+fn is_out_of_descriptors(err: &io::Error) -> bool {
+    /// `EMFILE` and `ENFILE` on Linux.
+    const OUT_OF_DESCRIPTORS: [i32; 2] = [24, 23];
+    err.raw_os_error()
+        .is_some_and(|code| OUT_OF_DESCRIPTORS.contains(&code))
 }
 
 /// Accept failures in a row, and their log line.

@@ -9,7 +9,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use stasis_api::ApiError;
 use std::time::Duration;
-use tokio::time::Instant;
+use tokio::{sync::watch, time::Instant};
 
 /// Why a body could not be read.
 pub enum BodyError {
@@ -19,6 +19,23 @@ pub enum BodyError {
     TooSlow,
     /// The connection failed.
     Read(hyper::Error),
+    /// The shutdown grace ended while the body was still arriving.
+    ShuttingDown,
+}
+
+/// The 503 for a body still arriving when the shutdown grace ends: the
+/// request changed nothing and may be sent again, to this server once it
+/// is back or to another one.
+pub fn shutting_down() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "shutting_down",
+        "the server is shutting down and its grace period ended before the request body arrived; \
+         nothing was changed, send it again",
+    )
+    .with("retry_after", 1)
+    .with_header(header::RETRY_AFTER, "1")
+    .with_header(header::CONNECTION, "close")
 }
 
 /// The 408 for a body slower than `limits` allow; the connection closes
@@ -47,10 +64,11 @@ pub async fn read(
     headers: &HeaderMap,
     limit: u64,
     limits: &ServerLimits,
+    grace_over: watch::Receiver<bool>,
 ) -> Result<Bytes, BodyError> {
     let declared = declared_length(headers).unwrap_or(0).min(limit);
     let mut buffer = Vec::with_capacity(usize::try_from(declared).unwrap_or(0));
-    let mut chunks = Chunks::new(body, limit, limits);
+    let mut chunks = Chunks::new(body, limit, limits, grace_over);
     while let Some(data) = chunks.next().await? {
         buffer.extend_from_slice(&data);
     }
@@ -64,24 +82,36 @@ pub struct Chunks {
     pace: Pace,
     limit: u64,
     received: u64,
+    /// Turns true when the shutdown grace ends.
+    grace_over: watch::Receiver<bool>,
 }
 
 impl Chunks {
-    /// Reads `body` up to `limit` bytes.
-    pub fn new(body: Incoming, limit: u64, limits: &ServerLimits) -> Self {
+    /// Reads `body` up to `limit` bytes, until `grace_over` turns true.
+    pub fn new(
+        body: Incoming,
+        limit: u64,
+        limits: &ServerLimits,
+        grace_over: watch::Receiver<bool>,
+    ) -> Self {
         Self {
             body,
             pace: Pace::new(limits),
             limit,
             received: 0,
+            grace_over,
         }
     }
 
     /// The next piece of data; `None` at the body's end.
     pub async fn next(&mut self) -> Result<Option<Bytes>, BodyError> {
         loop {
-            let frame = match tokio::time::timeout_at(self.pace.window_end, self.body.frame()).await
-            {
+            let next = tokio::time::timeout_at(self.pace.window_end, self.body.frame());
+            let frame = tokio::select! {
+                next = next => next,
+                _ = self.grace_over.wait_for(|over| *over) => return Err(BodyError::ShuttingDown),
+            };
+            let frame = match frame {
                 Ok(Some(frame)) => frame.map_err(BodyError::Read)?,
                 Ok(None) => return Ok(None),
                 Err(_window_over) => {
@@ -111,6 +141,9 @@ impl Chunks {
     /// client still sending its import reads the refusal rather than a
     /// broken pipe. Past that the connection closes under it.
     pub async fn discard_rest(&mut self) {
+        if *self.grace_over.borrow() {
+            return;
+        }
         let _ = tokio::time::timeout(IMPORT_DISCARD_TIME, async {
             let mut seen: u64 = 0;
             while let Some(Ok(frame)) = self.body.frame().await {

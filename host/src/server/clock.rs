@@ -33,6 +33,8 @@ pub enum Expiry {
     Head,
     /// It rested between requests for too long.
     Idle,
+    /// It had sent no request head and a new connection took its place.
+    Evicted,
 }
 
 /// The phase state of one connection.
@@ -44,6 +46,7 @@ struct Phase {
     idle_since: Instant,
     head_started: Option<Instant>,
     last_write: Instant,
+    evicted: bool,
 }
 
 /// Shared by the connection's IO, its requests and its watchdog.
@@ -66,6 +69,7 @@ impl Clock {
                 idle_since: now,
                 head_started: None,
                 last_write: now,
+                evicted: false,
             }),
             changed: Notify::new(),
         })
@@ -101,8 +105,31 @@ impl Clock {
         }
     }
 
+    /// If the connection has sent no whole request head yet (and so may be
+    /// evicted for a new connection): whether any byte of one came, and
+    /// when the connection started.
+    pub fn waiting_for_first_head(&self) -> Option<(bool, Instant)> {
+        let phase = self.lock();
+        (!phase.served_any && phase.in_flight == 0 && !phase.evicted)
+            .then_some((phase.head_started.is_some(), phase.started))
+    }
+
+    /// Closes the connection now, unless a request head has arrived.
+    pub fn evict(&self) -> bool {
+        let mut phase = self.lock();
+        if phase.served_any || phase.in_flight > 0 {
+            return false;
+        }
+        phase.evicted = true;
+        self.changed.notify_one();
+        true
+    }
+
     fn deadline(&self, limits: &ServerLimits) -> Option<(Instant, Expiry)> {
         let phase = self.lock();
+        if phase.evicted {
+            return Some((phase.started, Expiry::Evicted));
+        }
         if phase.in_flight > 0 {
             return None;
         }

@@ -3,6 +3,7 @@
 
 use super::{
     Body, Cut, Site,
+    capacity::Place,
     clock::{Clock, Clocked, InFlight},
     respond,
 };
@@ -23,14 +24,16 @@ use std::{
 };
 use tokio::{net::TcpStream, sync::OwnedSemaphorePermit};
 
-/// Serves `stream` through the API, holding `slot` until it closes.
+/// Serves `stream` through the API, timed by `clock`, holding `place`
+/// until it closes.
 pub fn serve(
     stream: TcpStream,
     site: Arc<Site>,
     graceful: &GracefulShutdown,
-    slot: OwnedSemaphorePermit,
+    clock: Arc<Clock>,
+    place: Place,
 ) -> impl Future<Output = ()> + Send + 'static {
-    let clock = Clock::start();
+    let place_id = place.id();
     let io = TokioIo::new(Clocked::new(
         stream_with_nodelay(stream),
         Arc::clone(&clock),
@@ -41,13 +44,14 @@ pub fn serve(
             let in_flight = clock.begin();
             let site = Arc::clone(&site);
             async move {
-                Ok::<_, Infallible>(tracked(respond::respond(&site, request).await, in_flight))
+                let response = respond::respond(&site, request, place_id).await;
+                Ok::<_, Infallible>(tracked(response, in_flight))
             }
         })
     };
     let connection = graceful.watch(http1::Builder::new().serve_connection(io, service));
     async move {
-        let _slot = slot;
+        let _place = place;
         tokio::select! {
             ended = connection => {
                 if let Err(err) = ended {

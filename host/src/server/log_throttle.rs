@@ -37,6 +37,12 @@ impl LogThrottle {
         self.due(now)
     }
 
+    /// The occurrences not yet reported, due or not (for a last line).
+    pub fn rest(&mut self) -> Option<u64> {
+        let rest = std::mem::take(&mut self.unlogged);
+        (rest > 0).then_some(rest)
+    }
+
     fn due(&mut self, now: Instant) -> Option<u64> {
         if self
             .last_line
@@ -63,6 +69,7 @@ mod tests {
         assert_eq!(lines, vec![1], "the first occurrence is logged at once");
         assert_eq!(throttle.pending(start + Duration::from_secs(5)), None);
         assert_eq!(throttle.pending(start + Duration::from_secs(11)), Some(999));
-        assert_eq!(throttle.pending(start + Duration::from_secs(30)), None);
+        assert_eq!(throttle.occurred(start + Duration::from_secs(15)), None);
+        assert_eq!(throttle.rest(), Some(1), "a last line reports it");
     }
 }

@@ -1,26 +1,36 @@
 //! HTTP in, [`stasis_api::Api`] calls, HTTP out, with what a client can
 //! hold bounded:
 //!
-//! - [`accept`]: a cap on connections (one more is answered 503), and
-//!   accept failures (a full descriptor table) logged with a count at most
-//!   every few seconds, with a growing pause between attempts;
+//! - [`accept`]: a cap on connections, and accept failures (a full
+//!   descriptor table) logged with a count at most every few seconds, with
+//!   a growing pause between attempts;
+//! - [`capacity`]: the places of request connections (a new one replaces
+//!   the oldest that sent no request head; else 503) and of live tails,
+//!   each under its own cap;
 //! - [`connection`]: one connection under hyper, closed when its request
 //!   head is late or it idles too long ([`clock`] keeps its time);
 //! - [`body`]: request bodies read up to their limit, and cut when they
 //!   arrive slower than a minimum rate;
+//! - [`disk`]: a reserve released when the disk fills, so that reads and
+//!   deletes go on while writes are refused;
 //! - [`respond`]: request ids, a panic turned into a 500, and every 5xx
 //!   logged with its cause;
 //! - [`exchange`]: each request's metrics and its log line;
-//! - [`open_files`]: the open-file limit, raised at start.
+//! - [`open_files`]: the open-file limit, raised at start, and the caps
+//!   that fit it.
 
 mod accept;
 mod body;
+mod capacity;
 mod clock;
 mod connection;
+mod disk;
 mod exchange;
 mod log_throttle;
 mod open_files;
 mod respond;
+
+pub use open_files::{FittedCaps, fit as fit_caps, raise as raise_open_file_limit};
 
 use crate::{
     config::{ServeConfig, ServerLimits},
@@ -50,12 +60,16 @@ impl std::fmt::Display for Cut {
 
 impl std::error::Error for Cut {}
 
-/// What every connection shares: the API, the limits it serves under, and
-/// whether the server is shutting down.
+/// What every connection shares: the API, the limits it serves under, the
+/// places under the caps, whether the server is shutting down, and whether
+/// its grace period is over.
 pub(crate) struct Site {
     api: Arc<Api<HostObjects>>,
     limits: ServerLimits,
+    capacity: Arc<capacity::Capacity>,
+    disk: Arc<disk::Disk>,
     shutdown: watch::Sender<bool>,
+    grace_over: watch::Sender<bool>,
 }
 
 impl Site {
@@ -123,23 +137,46 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     api.objects().spawn_idle_closer();
     let grace = limits.shutdown_grace;
+    let reserve = api.objects().data_dir().join("disk-reserve");
+    let disk = tokio::task::spawn_blocking({
+        let size = limits.disk_reserve;
+        move || disk::Disk::open(reserve, size)
+    })
+    .await?;
     let site = Arc::new(Site {
         api,
+        disk: Arc::new(disk),
+        capacity: capacity::Capacity::new(limits.max_connections, limits.max_tails),
         limits,
         shutdown: watch::Sender::new(false),
+        grace_over: watch::Sender::new(false),
     });
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     accept::accept_until(listener, Arc::clone(&site), &graceful, shutdown_signal()).await;
     tracing::info!(grace = %humantime::format_duration(grace), "shutting down: no new connections; live tails end; requests in flight may finish");
     site.shutdown.send_replace(true);
-    match tokio::time::timeout(grace, graceful.shutdown()).await {
-        Ok(()) => tracing::info!("every connection finished; exiting"),
+    let mut finished = std::pin::pin!(graceful.shutdown());
+    if tokio::time::timeout(grace, &mut finished).await.is_ok() {
+        tracing::info!("every connection finished; exiting");
+        return Ok(());
+    }
+    // Bodies still arriving are answered 503 now; the rest get a moment.
+    site.grace_over.send_replace(true);
+    match tokio::time::timeout(LAST_ANSWERS, finished).await {
+        Ok(()) => tracing::warn!(
+            "the grace period ended; requests whose bodies were still arriving were answered \
+             503 shutting_down; exiting"
+        ),
         Err(_) => tracing::warn!(
             "requests were still in flight when the grace period ended; exiting without them"
         ),
     }
     Ok(())
 }
+
+/// After the grace period, how long the 503s for bodies still arriving get
+/// to be written.
+const LAST_ANSWERS: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn shutdown_signal() {
     let terminate = async {

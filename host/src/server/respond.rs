@@ -5,6 +5,8 @@
 use super::{
     Body, Cut, Site,
     body::{self, BodyError, Chunks},
+    capacity::PlaceId,
+    disk,
     exchange::{Exchange, TailOpen},
 };
 use crate::config::ServerLimits;
@@ -21,7 +23,8 @@ use std::panic::AssertUnwindSafe;
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Runs `request` and answers, whatever happens inside.
-pub async fn respond(site: &Site, request: Request<Incoming>) -> Response<Body> {
+/// `place` is the connection's, which a live tail gives back for a tail's.
+pub async fn respond(site: &Site, request: Request<Incoming>, place: PlaceId) -> Response<Body> {
     let id = request_id(request.headers());
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
@@ -32,7 +35,7 @@ pub async fn respond(site: &Site, request: Request<Incoming>) -> Response<Body> 
         &path,
     );
     let mut bytes_in = 0;
-    let mut response = match AssertUnwindSafe(handle(site, request, &id, &mut bytes_in))
+    let mut response = match AssertUnwindSafe(handle(site, request, &id, place, &mut bytes_in))
         .catch_unwind()
         .await
     {
@@ -45,6 +48,10 @@ pub async fn respond(site: &Site, request: Request<Incoming>) -> Response<Body> 
             .into_response(),
         ),
     };
+    if disk_was_full(&response) {
+        site.disk.filled();
+        response = full(disk::storage_full().into_response());
+    }
     log_server_error(&response, &id, &method, &path);
     response.headers_mut().insert(REQUEST_ID, id);
     exchange.respond(response, bytes_in)
@@ -69,11 +76,26 @@ pub fn over_capacity<B>(request: &Request<B>, max_connections: usize) -> Respons
     response
 }
 
+/// The 503 for a live tail past `--max-tails`.
+fn tails_over_capacity(max_tails: usize) -> Response<Body> {
+    full(
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "over_capacity",
+            format!("the server is serving its maximum of {max_tails} live tails"),
+        )
+        .with("retry_after", 1)
+        .with_header(header::RETRY_AFTER, "1")
+        .into_response(),
+    )
+}
+
 /// Answers `request`, counting the body bytes it reads into `bytes_in`.
 async fn handle(
     site: &Site,
     request: Request<Incoming>,
     id: &HeaderValue,
+    place: PlaceId,
     bytes_in: &mut u64,
 ) -> Response<Body> {
     let api = &site.api;
@@ -85,19 +107,26 @@ async fn handle(
             return full(err.into_response());
         }
     };
+    if site.disk.refuses(&head.method).await {
+        let refusal = disk::storage_full();
+        body::discard_refused(&head.headers, &refusal, incoming).await;
+        return full(refusal.into_response());
+    }
     let limit = admitted.body_limit();
     if admitted.streams_body() {
-        let mut body = Chunks::new(incoming, limit, &site.limits);
+        let mut body = Chunks::new(incoming, limit, &site.limits, site.grace_over.subscribe());
         let stream = chunks(&mut body, &admitted, &site.limits);
         let reply = api.handle_streamed(admitted, stream).await;
         *bytes_in = body.received();
         body.discard_rest().await;
-        return respond_with(site, reply, id, head.uri.path());
+        return respond_with(site, reply, id, head.uri.path(), place);
     }
-    let bytes = match body::read(incoming, &head.headers, limit, &site.limits).await {
+    let grace_over = site.grace_over.subscribe();
+    let bytes = match body::read(incoming, &head.headers, limit, &site.limits, grace_over).await {
         Ok(bytes) => bytes,
         Err(BodyError::TooLarge) => return full(admitted.body_too_large().into_response()),
         Err(BodyError::TooSlow) => return full(body::too_slow(&site.limits).into_response()),
+        Err(BodyError::ShuttingDown) => return full(body::shutting_down().into_response()),
         Err(BodyError::Read(err)) => {
             let err = ApiError::invalid_request(format!("reading the body failed: {err}"));
             return full(err.into_response());
@@ -105,24 +134,38 @@ async fn handle(
     };
     *bytes_in = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     let reply = api.handle(admitted, bytes).await;
-    respond_with(site, reply, id, head.uri.path())
+    respond_with(site, reply, id, head.uri.path(), place)
 }
 
 /// The API's reply as a hyper response: whole, or streamed.
-fn respond_with(site: &Site, reply: Reply, id: &HeaderValue, path: &str) -> Response<Body> {
+fn respond_with(
+    site: &Site,
+    reply: Reply,
+    id: &HeaderValue,
+    path: &str,
+    place: PlaceId,
+) -> Response<Body> {
     let objects = site.api.objects().clone();
     match reply {
         Reply::Full(response) => full(response),
         Reply::Metrics => metrics(site),
         Reply::Stream(tail) => {
+            // The tail holds a tail's place instead of its connection's,
+            // and the connection closes with it.
+            let Some(tail_place) = site.capacity.tail(&place) else {
+                return tails_over_capacity(site.limits.max_tails);
+            };
             let open = TailOpen::new(site.api.objects().metrics());
             let frames = stasis_api::sse::stream(objects, tail)
                 .take_until(site.shutting_down())
                 .map(move |chunk| {
-                    let _open = &open;
+                    let _held = (&open, &tail_place);
                     Ok::<_, Cut>(Frame::data(chunk))
                 });
-            let (parts, ()) = stasis_api::event_stream_head().into_parts();
+            let (mut parts, ()) = stasis_api::event_stream_head().into_parts();
+            parts
+                .headers
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
             Response::from_parts(parts, BodyExt::boxed(StreamBody::new(frames)))
         }
         Reply::Export(export) => {
@@ -201,6 +244,7 @@ fn chunks<'a>(
                     let refusal = match err {
                         BodyError::TooLarge => too_large,
                         BodyError::TooSlow => too_slow,
+                        BodyError::ShuttingDown => body::shutting_down(),
                         BodyError::Read(err) => {
                             ApiError::invalid_request(format!("reading the body failed: {err}"))
                         }
@@ -220,6 +264,15 @@ fn request_id(headers: &HeaderMap) -> HeaderValue {
         .and_then(|given| HeaderValue::from_str(given).ok())
         .or_else(|| HeaderValue::from_str(&format!("{:016x}", fastrand::u64(..))).ok())
         .unwrap_or(HeaderValue::from_static("unknown"))
+}
+
+/// Whether `response` is a 500 whose cause is a full disk.
+fn disk_was_full(response: &Response<Body>) -> bool {
+    response.status() == StatusCode::INTERNAL_SERVER_ERROR
+        && response
+            .extensions()
+            .get::<ErrorLog>()
+            .is_some_and(|log| disk::is_full(&log.detail))
 }
 
 /// Logs a 5xx with the cause its [`ErrorLog`] carries (never sent to the
