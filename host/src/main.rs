@@ -25,7 +25,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the HTTP API from a local data folder.
-    Serve(serve_args::ServeArgs),
+    Serve(Box<serve_args::ServeArgs>),
     /// Print a bearer token minted from the secret.
     Token(TokenArgs),
 }
@@ -88,7 +88,7 @@ struct TokenArgs {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::Token(args) => token(args),
     }
 }
