@@ -10,6 +10,8 @@
 //!   changes nothing.
 //! - **Containers** ([`containers`]): the containers that held the town,
 //!   each with the epoch of its takeover, for fencing ([`crate::fence`]).
+//! - **Bootstrap tokens** ([`bootstrap`]): the ones already exchanged for a
+//!   container token, each for one container only.
 //! - **Registry** ([`registry`]): which agents the container runs, replaced
 //!   whole on each put.
 //! - **Directory** ([`agents`]): the agents registered in the town, with at
@@ -37,6 +39,7 @@
 //! ```
 
 pub mod agents;
+pub mod bootstrap;
 mod call;
 pub mod containers;
 mod deferred;
@@ -49,6 +52,7 @@ mod schema;
 pub mod state;
 
 pub use agents::{AgentRef, RegisteredAgent, TownAgent};
+pub use bootstrap::Redemption;
 pub use call::{TownCall, TownEnv, TownReply, execute, execute_fenced, guards_town_call, is_write};
 pub use containers::Standing;
 pub use dispatch::MayorAction;
