@@ -77,15 +77,15 @@ pub async fn container_token(
     let wanted: ContainerTokenBody = body::parse_json(body)?;
     ids::check_id("container_id", &wanted.container_id)?;
     caller.check_container(&wanted.container_id)?;
+    // The town answers where the container stands, naming its successor;
+    // the redemption checks again in its own transaction.
+    refuse_superseded(objects, town_id, &wanted.container_id).await?;
     let lifetime = match presented.grant.scope.token_id() {
         Some(token_id) => {
             redeem(objects, presented, token_id, town_id, &wanted.container_id).await?;
             DEFAULT_TTL
         }
-        None => {
-            refuse_superseded(objects, town_id, &wanted.container_id).await?;
-            presented.lifetime().min(DEFAULT_TTL)
-        }
+        None => presented.lifetime().min(DEFAULT_TTL),
     };
     let grant = Grant {
         scope: Scope::Container {
