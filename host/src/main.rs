@@ -73,8 +73,13 @@ struct TokenArgs {
     town: Option<String>,
     /// Bind the town token to this container: its writes are refused once
     /// another container has heartbeat (fencing).
-    #[arg(long, requires = "town")]
+    #[arg(long, requires = "town", conflicts_with = "bootstrap")]
     container: Option<String>,
+    /// A bootstrap token of the town, what a container is started with: it
+    /// does nothing but be exchanged, once, for a container token of one
+    /// container (`stasis-client boot` does it). Lives 1 hour unless --ttl.
+    #[arg(long, requires = "town")]
+    bootstrap: bool,
     /// How long the token lives, like `90s`, `12h` or `30days` (at most 366 days).
     #[arg(long)]
     ttl: Option<humantime::Duration>,
@@ -121,11 +126,29 @@ fn init_log(format: serve_args::LogFormat) {
     }
 }
 
+/// A bootstrap token's id: 128 random bits in hex, so that no two tokens
+/// ever share one (the town spends each id once).
+fn fresh_token_id() -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = [0_u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .context("reading /dev/urandom for the token's id")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 fn token(args: TokenArgs) -> anyhow::Result<()> {
     let keys = config::load_keys(args.secret.sources())?.context(
         "no key: set STASIS_SECRET or STASIS_KEYS (or their _FILE variants, or pass --secret / --keys)",
     )?;
     let scope = match (args.town, args.container) {
+        (Some(town), None) if args.bootstrap => {
+            stasis_domain::ids::check_id("town id", &town)?;
+            Scope::Bootstrap {
+                town,
+                token_id: fresh_token_id()?,
+            }
+        }
         (Some(town), Some(container_id)) => {
             stasis_domain::ids::check_id("town id", &town)?;
             stasis_domain::ids::check_id("container id", &container_id)?;

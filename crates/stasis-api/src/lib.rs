@@ -251,9 +251,23 @@ impl<O: Objects + Snapshots> Api<O> {
     }
 }
 
-/// Refuses (403) what the token may not do on `endpoint`: another town, a
-/// write with a read-only token, or the metrics without an admin token.
+/// Refuses (403) what the token may not do on `endpoint`: anything but its
+/// one exchange with a bootstrap token, another town, a write with a
+/// read-only token, or the metrics without an admin token.
 fn permit(caller: &Caller, endpoint: &Endpoint, method: &Method) -> Result<(), ApiError> {
+    if matches!(caller.grant.scope, auth::Scope::Bootstrap { .. })
+        && !matches!(
+            endpoint,
+            Endpoint::Town(_, route::TownEndpoint::ContainerToken)
+        )
+    {
+        return Err(auth::forbidden(
+            "bootstrap_only",
+            "a bootstrap token does one thing: it is exchanged, once, for a container token \
+             (POST /api/towns/{town}/container-token {\"container_id\": ...}); it neither reads, \
+             writes nor refreshes",
+        ));
+    }
     if *endpoint == Endpoint::Metrics && caller.grant.scope != auth::Scope::Admin {
         return Err(auth::forbidden(
             "admin_only",
@@ -334,4 +348,61 @@ fn strip_body(response: Response<Bytes>) -> Response<Bytes> {
             .insert(header::CONTENT_LENGTH, http::HeaderValue::from(body.len()));
     }
     Response::from_parts(parts, Bytes::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bootstrap() -> Caller {
+        Caller {
+            grant: auth::Grant::new(auth::Scope::Bootstrap {
+                town: "t".into(),
+                token_id: "j".into(),
+            }),
+            token: None,
+        }
+    }
+
+    fn reason(refused: Result<(), ApiError>) -> Option<String> {
+        refused.err().and_then(|err| {
+            err.extra
+                .get("reason")
+                .and_then(|r| r.as_str())
+                .map(str::to_owned)
+        })
+    }
+
+    #[test]
+    fn a_bootstrap_token_reaches_its_exchange_and_nothing_else() {
+        let caller = bootstrap();
+        let permitted = |path: &str, method: Method| {
+            let endpoint = route::resolve(path, &method).map_err(|err| err.code);
+            endpoint.map(|endpoint| reason(permit(&caller, &endpoint, &method)))
+        };
+        assert_eq!(
+            permitted("/api/towns/t/container-token", Method::POST),
+            Ok(None)
+        );
+        for (path, method) in [
+            ("/api/towns/t", Method::GET),
+            ("/api/towns/t/heartbeat", Method::POST),
+            ("/api/towns/t/container-registry", Method::GET),
+            ("/api/towns/t/rigs/r/agents/a/events", Method::GET),
+            ("/api/towns/t/rigs/r/agents/a/events", Method::POST),
+            ("/api/towns/t/rigs/r/agents/a/db-snapshot", Method::PUT),
+            ("/api/token/refresh", Method::POST),
+            ("/metrics", Method::GET),
+        ] {
+            assert_eq!(
+                permitted(path, method.clone()),
+                Ok(Some("bootstrap_only".to_owned())),
+                "{method} {path}"
+            );
+        }
+        assert_eq!(
+            permitted("/api/towns/other/container-token", Method::POST),
+            Ok(Some("other_town".to_owned()))
+        );
+    }
 }

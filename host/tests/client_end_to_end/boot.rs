@@ -219,3 +219,78 @@ fn hydrated_files(root: &Path) -> usize {
         .filter(|home| kilo_db_path(root, home.trim_start_matches("agent-home-")).is_file())
         .count()
 }
+
+/// The container flow as documented: each container is started with a bootstrap token of its
+/// own, which boot exchanges for a container token (kept in the token file); the bootstrap
+/// token then mints nothing for any other container, and once a successor has booted, the
+/// first container's writes are fenced.
+#[test]
+fn boot_exchanges_a_bootstrap_token_once_and_leaves_the_container_only_fenced_tokens() {
+    use stasis_api::auth::Scope;
+    use stasis_client::{Client, Config, Error};
+    use std::time::Duration;
+
+    let data = tempfile::tempdir().expect("temp dir");
+    let server = start_server(data.path());
+    let root = tempfile::tempdir().expect("root");
+    let town = "e2e-bootstrap";
+    let bootstrap = |token_id: &str| {
+        let scope = Scope::Bootstrap {
+            town: town.into(),
+            token_id: token_id.into(),
+        };
+        crate::support::mint(scope, Duration::from_secs(3600))
+    };
+    let started_with =
+        |token: String| Client::new(Config::new(&server.base, Some(token)).expect("config"));
+    let options = |container: &str| BootOptions {
+        container_id: container.to_owned(),
+        root: root.path().to_owned(),
+        progress: false,
+        chunk_cache: None,
+    };
+    let reason = |error: &Error| match error.root() {
+        Error::Api {
+            status,
+            detail: Some(detail),
+            ..
+        } => (*status, detail["reason"].as_str().map(str::to_owned)),
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+
+    let token_a = bootstrap("jti-a");
+    let a = started_with(token_a.clone());
+    boot(&a, town, &options("c-a"), &mut |_| {}).expect("A boots");
+    let held = std::fs::read_to_string(token_file(root.path(), "c-a")).expect("token file");
+    let claims = TokenClaims::of(held.trim()).expect("a JWT");
+    assert!(claims.binds(town, "c-a"), "{claims:?}");
+    assert_eq!(claims.lifetime(), Duration::from_secs(86_400));
+
+    // A zombie keeping its bootstrap token cannot boot a fresh container with it.
+    let reused = boot(
+        &started_with(token_a),
+        town,
+        &options("c-fresh"),
+        &mut |_| {},
+    );
+    let error = reused.expect_err("a spent bootstrap token mints nothing");
+    assert_eq!(reason(&error), (403, Some("bootstrap_spent".into())));
+    assert!(!token_file(root.path(), "c-fresh").exists());
+
+    boot(
+        &started_with(bootstrap("jti-b")),
+        town,
+        &options("c-b"),
+        &mut |_| {},
+    )
+    .expect("B boots");
+    let (_, state) = call(&server, "GET", &format!("/api/towns/{town}"), None);
+    assert_eq!(state["current_container_id"], "c-b");
+
+    // A's own client, bound with the container token boot gave it: fenced.
+    let events = format!("/api/towns/{town}/rigs/hq/agents/mayor/events");
+    let body = serde_json::json!({"events": [{"type": "x", "session_id": "s"}]});
+    let write = a.post_json::<Value>(&events, &body, None);
+    let error = write.expect_err("a superseded container writes nothing");
+    assert_eq!(error.code(), Some("container_fenced"), "{error}");
+}

@@ -39,6 +39,8 @@ pub enum Credential {
     Current,
     /// An admin token.
     Admin,
+    /// A fresh bootstrap token of the town (one per request).
+    Bootstrap,
 }
 
 /// What a cell does to the server.
@@ -279,6 +281,7 @@ impl Credential {
             Credential::Superseded => tokens::container_token(town, SUPERSEDED),
             Credential::Current => tokens::container_token(town, CURRENT),
             Credential::Admin => tokens::admin_token(),
+            Credential::Bootstrap => tokens::bootstrap_token(town),
         };
         Some(format!("Bearer {token}"))
     }
@@ -293,6 +296,8 @@ impl Credential {
             (Credential::Expired, _) => Some((401, "unauthorized", "expired")),
             (Credential::UnknownKey, _) => Some((401, "unauthorized", "unknown_key")),
             (Credential::BadSignature, _) => Some((401, "unauthorized", "bad_signature")),
+            (Credential::Bootstrap, Kind::Mint) if path.ends_with("/container-token") => None,
+            (Credential::Bootstrap, _) => Some((403, "forbidden", "bootstrap_only")),
             (Credential::Admin, Kind::AdminRead) => None,
             (_, Kind::AdminRead) => Some((403, "forbidden", "admin_only")),
             (Credential::OtherTown, _) if !refresh => Some((403, "forbidden", "other_town")),

@@ -59,6 +59,40 @@ pub fn container_token(town: &str, container_id: &str) -> String {
     mint(&Grant::new(scope), HOUR)
 }
 
+/// A bootstrap token of `town` (what a container is started with), with a
+/// fresh id.
+pub fn bootstrap_token(town: &str) -> String {
+    let scope = Scope::Bootstrap {
+        town: town.to_owned(),
+        token_id: fresh_token_id(),
+    };
+    mint(&Grant::new(scope), HOUR)
+}
+
+/// 128 random bits in hex: no two bootstrap tokens of the suite share an id.
+fn fresh_token_id() -> String {
+    use std::io::Read as _;
+    let mut bytes = [0_u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .unwrap_or_else(|err| panic!("reading /dev/urandom: {err}"));
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A token for `grant`, issued now for `ttl`, in a line of tokens that
+/// started at `origin_s` (as a refresh mints it).
+pub fn mint_descendant(grant: &Grant, ttl: Duration, origin_s: u64) -> String {
+    target()
+        .keys
+        .mint_descendant(grant, now_s(), ttl, origin_s)
+        .unwrap_or_else(|err| panic!("minting a token: {err}"))
+}
+
+/// Seconds since the epoch, by this machine's clock.
+pub fn now_secs() -> u64 {
+    now_s()
+}
+
 /// A read-only token of `town`.
 pub fn read_only_token(town: &str) -> String {
     let grant = Grant {

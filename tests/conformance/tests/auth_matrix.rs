@@ -1,7 +1,7 @@
 //! The auth matrix (see `stasis_conformance::matrix`): every endpoint under
 //! no token, a malformed, expired, unknown-key or forged token, another
 //! town's token, a read-only token, the superseded and the current
-//! container's tokens, and an admin token. One test per credential, so the
+//! container's tokens, an admin token, and a bootstrap token. One test per credential, so the
 //! rows run in parallel.
 
 use stasis_conformance::matrix::{Credential, run_row};
@@ -54,4 +54,9 @@ fn the_current_container_reaches_every_endpoint() {
 #[test]
 fn an_admin_token_reaches_every_endpoint() {
     run_row(Credential::Admin);
+}
+
+#[test]
+fn a_bootstrap_token_is_forbidden_everywhere_but_its_exchange() {
+    run_row(Credential::Bootstrap);
 }

@@ -211,3 +211,42 @@ fn a_container_outlives_its_tokens_lifetime_by_refreshing() {
         assert_eq!(error.get("reason"), Some(&json!("expired")), "{what}");
     }
 }
+
+/// A refresh carries the issue time of the token its line started from, and
+/// never extends the line past its absolute lifetime (30 days).
+#[test]
+fn a_refresh_never_extends_a_line_of_tokens_past_its_absolute_lifetime() {
+    use stasis_api::auth::ABSOLUTE_LIFETIME;
+    let town = Town::fresh("absolute-lifetime");
+    let grant = Grant::new(Scope::Town(town.id.clone()));
+    let now = tokens::now_secs();
+    let absolute = ABSOLUTE_LIFETIME.as_secs();
+
+    // A line with a minute left: the refresh is cut to that minute, and
+    // carries the line's start.
+    let started = now + 60 - absolute;
+    let near_end = tokens::mint_descendant(&grant, HOUR, started);
+    let issued = refresh(&near_end).ok();
+    let lifetime = lifetime_ms(&issued);
+    assert!(
+        (1..=61_000).contains(&lifetime),
+        "cut to the line's end: {lifetime} ms"
+    );
+    let verified = stasis_conformance::target()
+        .keys
+        .verify(&token_of(&issued), now)
+        .unwrap_or_else(|err| panic!("the refreshed token verifies: {err:?}"));
+    assert_eq!(verified.origin, started, "the line's start is carried");
+
+    // A line past its end: neither refreshed nor exchanged, though the token
+    // itself is still valid.
+    let ended = tokens::mint_descendant(&grant, HOUR, now - absolute - 1);
+    let refused = refresh(&ended);
+    let error = assert_error(&refused, 403, "forbidden");
+    assert_eq!(error.get("reason"), Some(&json!("absolute_lifetime")));
+    let refused = exchange(&town, &ended, "c-1");
+    let error = assert_error(&refused, 403, "forbidden");
+    assert_eq!(error.get("reason"), Some(&json!("absolute_lifetime")));
+    let read = call("GET", &town.path("")).token(&ended).send();
+    assert_eq!(read.status, 200, "{}", read.text());
+}

@@ -10,7 +10,7 @@ use serde::Deserialize;
 /// key): they only tell it when to refresh and which container the token is bound to.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct TokenClaims {
-    /// `admin`, `town` or `container`.
+    /// `admin`, `town`, `container` or `bootstrap`.
     pub scope: String,
     /// The town of a town or container token.
     #[serde(default)]
@@ -79,7 +79,8 @@ impl Held {
         Self::timed(token, claims, Some(lifetime), Some(lifetime))
     }
 
-    /// Refreshed once half its lifetime has passed (or at once when less than half is left).
+    /// Refreshed once half its lifetime has passed (or at once when less than half is left); a
+    /// bootstrap token never is (it is only exchanged, once, for a container token).
     fn timed(
         token: String,
         claims: Option<TokenClaims>,
@@ -88,7 +89,9 @@ impl Held {
     ) -> Self {
         let now = Instant::now();
         let expires_at = remaining.and_then(|r| now.checked_add(r));
+        let bootstrap = claims.as_ref().is_some_and(|c| c.scope == "bootstrap");
         let refresh_at = match (expires_at, lifetime) {
+            _ if bootstrap => None,
             (Some(expires), Some(lifetime)) => {
                 Some(expires.checked_sub(lifetime / 2).unwrap_or(now))
             }
@@ -150,6 +153,15 @@ mod tests {
         assert!(held.due(now + Duration::from_secs(16)));
         assert!(held.valid(now + Duration::from_secs(29)));
         assert!(!held.valid(now + Duration::from_secs(31)));
+    }
+
+    #[test]
+    fn a_bootstrap_token_is_never_due_for_a_refresh() {
+        let token = jwt(r#"{"scope":"bootstrap","town":"t","jti":"j","iat":10,"exp":40}"#);
+        let held = Held::issued(token, Duration::from_secs(30));
+        let now = Instant::now();
+        assert!(!held.due(now + Duration::from_secs(29)));
+        assert!(held.valid(now + Duration::from_secs(29)));
     }
 
     #[test]

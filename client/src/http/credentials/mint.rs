@@ -108,6 +108,22 @@ pub(super) fn is_fenced(error: &Error) -> bool {
     )
 }
 
+/// Whether stasis refused to refresh the token for good: its line of tokens reached its absolute
+/// lifetime, or it is a bootstrap token (only ever exchanged). It is used until it expires.
+pub(super) fn never_refreshed(error: &Error) -> bool {
+    match error.root() {
+        Error::Api {
+            status: 403,
+            detail: Some(detail),
+            ..
+        } => matches!(
+            detail.get("reason").and_then(Value::as_str),
+            Some("absolute_lifetime" | "bootstrap_only")
+        ),
+        _ => false,
+    }
+}
+
 /// Whether stasis could not be reached (or kept failing): not a refusal.
 pub(super) fn unreachable(error: &Error) -> bool {
     !matches!(error.root(), Error::Api { status, .. } if *status < 500)

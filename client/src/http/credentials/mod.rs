@@ -5,9 +5,10 @@
 //!   /api/token/refresh`), under a lock, so that concurrent threads refresh it once. A refresh
 //!   that fails leaves the token in use until it expires (the next request tries again).
 //! - **Container tokens.** A command that acts as one container (`boot`, `sidecar`, `drain`)
-//!   first binds the client to it ([`Client::bind_container`]): a town or admin token is
-//!   exchanged for a container token of that container (`POST /api/towns/{town}/
-//!   container-token`), so that every write it makes is fenced. When stasis cannot be reached
+//!   first binds the client to it ([`Client::bind_container`]): a bootstrap, town or admin token
+//!   is exchanged for a container token of that container (`POST /api/towns/{town}/
+//!   container-token`), so that every write it makes is fenced. A container is started with a
+//!   bootstrap token, which stasis exchanges once, for one container, and never refreshes. When stasis cannot be reached
 //!   then, the command goes on with its configured token and the next request tries again.
 //! - **The token file.** Bound commands share their container token through a file
 //!   (`{root}/stasis-token-{container}`, 0600): `boot` writes it, a sidecar or `drain` starts from
@@ -105,6 +106,12 @@ impl Credentials {
         match self.renew(client, &held) {
             Ok(fresh) => self.adopt(fresh),
             Err(error) if mint::is_fenced(&error) => Err(error),
+            Err(error) if mint::never_refreshed(&error) => {
+                if let Some(current) = lock(&self.held).as_mut() {
+                    current.refresh_at = None;
+                }
+                Ok(())
+            }
             Err(_) => {
                 // Keep it while it lasts; the next request tries again.
                 let mut current = lock(&self.held);
@@ -227,8 +234,8 @@ impl Credentials {
 const RETRY_REFRESH: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Client {
-    /// Makes this client (and its clones) act as container `container_id` of `town`: a town or
-    /// admin token is exchanged for a container token of it, so that stasis fences what it
+    /// Makes this client (and its clones) act as container `container_id` of `town`: a
+    /// bootstrap, town or admin token is exchanged for a container token of it, so that stasis fences what it
     /// writes; with `token_file`, the container token is shared there (see the module doc).
     /// Refused with 409 `container_fenced` when another container has taken the town over
     /// from this one.

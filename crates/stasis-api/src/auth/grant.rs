@@ -4,6 +4,14 @@ use std::time::Duration;
 
 /// How long a town or container token lives unless asked otherwise.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
+/// How long a bootstrap token lives unless asked otherwise: it only has to
+/// last until its container boots.
+pub const DEFAULT_BOOTSTRAP_TTL: Duration = Duration::from_secs(3600);
+/// The absolute lifetime of a line of tokens: a refresh or an exchange
+/// never mints a token that outlives the token the line started from (the
+/// one `stasis token` minted) by more than this, counted from that token's
+/// issue time, which every token of the line carries (`orig_iat`).
+pub const ABSOLUTE_LIFETIME: Duration = Duration::from_secs(30 * 24 * 3600);
 /// How long an admin token lives unless asked otherwise: admin tokens are
 /// for people and their tools, which mint them by hand.
 pub const DEFAULT_ADMIN_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -25,6 +33,15 @@ pub enum Scope {
         /// The container the token is bound to.
         container_id: String,
     },
+    /// One town, for one thing only: to be exchanged, once, for a container
+    /// token of one container (see `stasis_domain::town::bootstrap`). What
+    /// a container is started with, so that every token it holds is fenced.
+    Bootstrap {
+        /// The town.
+        town: String,
+        /// The token's own id (`jti`): the town records it as spent.
+        token_id: String,
+    },
 }
 
 impl Scope {
@@ -32,7 +49,9 @@ impl Scope {
     pub fn allows_town(&self, town: &str) -> bool {
         match self {
             Scope::Admin => true,
-            Scope::Town(own) | Scope::Container { town: own, .. } => own == town,
+            Scope::Town(own)
+            | Scope::Container { town: own, .. }
+            | Scope::Bootstrap { town: own, .. } => own == town,
         }
     }
 
@@ -40,7 +59,9 @@ impl Scope {
     pub fn town(&self) -> Option<&str> {
         match self {
             Scope::Admin => None,
-            Scope::Town(town) | Scope::Container { town, .. } => Some(town),
+            Scope::Town(town) | Scope::Container { town, .. } | Scope::Bootstrap { town, .. } => {
+                Some(town)
+            }
         }
     }
 
@@ -52,12 +73,21 @@ impl Scope {
         }
     }
 
-    /// `admin`, `town` or `container`: the `scope` claim.
+    /// The id of a bootstrap token, if this is one.
+    pub fn token_id(&self) -> Option<&str> {
+        match self {
+            Scope::Bootstrap { token_id, .. } => Some(token_id),
+            _ => None,
+        }
+    }
+
+    /// `admin`, `town`, `container` or `bootstrap`: the `scope` claim.
     pub fn kind(&self) -> &'static str {
         match self {
             Scope::Admin => "admin",
             Scope::Town(_) => "town",
             Scope::Container { .. } => "container",
+            Scope::Bootstrap { .. } => "bootstrap",
         }
     }
 
@@ -65,6 +95,7 @@ impl Scope {
     pub fn default_ttl(&self) -> Duration {
         match self {
             Scope::Admin => DEFAULT_ADMIN_TTL,
+            Scope::Bootstrap { .. } => DEFAULT_BOOTSTRAP_TTL,
             _ => DEFAULT_TTL,
         }
     }
@@ -99,13 +130,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_town_or_container_scope_reaches_only_its_town() {
+    fn a_town_container_or_bootstrap_scope_reaches_only_its_town() {
         let town = Scope::Town("a".into());
         let container = Scope::Container {
             town: "a".into(),
             container_id: "c".into(),
         };
-        for scope in [&town, &container] {
+        let bootstrap = Scope::Bootstrap {
+            town: "a".into(),
+            token_id: "j".into(),
+        };
+        assert_eq!(bootstrap.token_id(), Some("j"));
+        assert_eq!(bootstrap.container_id(), None);
+        for scope in [&town, &container, &bootstrap] {
             assert!(scope.allows_town("a"));
             assert!(!scope.allows_town("b"));
             assert!(!scope.allows_town("a.b"));
@@ -119,5 +156,11 @@ mod tests {
     fn admin_tokens_live_longer_by_default_and_none_past_the_maximum() {
         assert!(Scope::Admin.default_ttl() > Scope::Town("a".into()).default_ttl());
         assert!(DEFAULT_ADMIN_TTL <= MAX_TTL);
+        let bootstrap = Scope::Bootstrap {
+            town: "a".into(),
+            token_id: "j".into(),
+        };
+        assert!(bootstrap.default_ttl() < DEFAULT_TTL);
+        assert!(DEFAULT_TTL < ABSOLUTE_LIFETIME);
     }
 }

@@ -1,21 +1,25 @@
 //! Bearer tokens: who a request comes from, and what it may do.
 //!
 //! A token is a JWT signed with one of the server's keys ([`keys`]; the
-//! format is in [`token`]). It grants a [`Scope`] (admin, one town, or one
-//! town as one container) and may be read-only. The same code runs on the
-//! host and the edge; the clock is the runtime's.
+//! format is in [`token`]). It grants a [`Scope`] (admin, one town, one
+//! town as one container, or a bootstrap token that can only be exchanged,
+//! once, for a container token) and may be read-only. The same code runs
+//! on the host and the edge; the clock is the runtime's.
 //!
 //! - A 401 says why ([`Rejection::reason`]) and never echoes the token,
 //!   a signature or the keys held.
 //! - A 403 (`forbidden`) says why too: another town, a write with a
-//!   read-only token, or a container token naming another container.
+//!   read-only token, a container token naming another container, or a
+//!   bootstrap token used for anything but its one exchange.
 
 mod grant;
 mod hs256;
 mod keys;
 mod token;
 
-pub use grant::{DEFAULT_ADMIN_TTL, DEFAULT_TTL, Grant, MAX_TTL, Scope};
+pub use grant::{
+    ABSOLUTE_LIFETIME, DEFAULT_ADMIN_TTL, DEFAULT_BOOTSTRAP_TTL, DEFAULT_TTL, Grant, MAX_TTL, Scope,
+};
 pub use keys::{IMPLIED_KEY_ID, KeyError, KeyRing, KeySettings, MIN_SECRET_CHARS};
 pub use token::{MintError, Rejection, Token};
 

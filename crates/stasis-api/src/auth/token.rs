@@ -4,11 +4,16 @@
 //! ```text
 //! {"alg":"HS256","typ":"JWT","kid":"default"}
 //! {"scope":"container","town":"t1","container_id":"c-1f…","read_only":false,"iat":1760000000,"exp":1760086400}
+//! {"scope":"bootstrap","town":"t1","jti":"9c0e…","iat":1760000000,"exp":1760003600}
 //! ```
 //!
-//! `scope` is `admin`, `town` or `container`; `town` is set for the last
-//! two, `container_id` for the last one; `iat` and `exp` are seconds since
-//! the epoch. Verification checks the signature (in constant time; see
+//! `scope` is `admin`, `town`, `container` or `bootstrap`; `town` is set
+//! for all but `admin`, `container_id` for `container`, `jti` (the token's
+//! id, which the town records once it is spent) for `bootstrap` only;
+//! `iat` and `exp` are seconds since the epoch. A token minted by a refresh
+//! or an exchange also carries `orig_iat`: the `iat` of the token its line
+//! started from, which bounds how long the line lasts
+//! ([`super::ABSOLUTE_LIFETIME`]). Verification checks the signature (in constant time; see
 //! [`super::hs256`]) before anything it reads from the claims counts, and
 //! the expiry against the runtime's clock.
 
@@ -30,6 +35,9 @@ pub struct Token {
     pub issued_at: u64,
     /// `exp`, seconds since the epoch: invalid from this second on.
     pub expires_at: u64,
+    /// `orig_iat` (or `iat` when absent): when the first token of its line
+    /// (the one `stasis token` minted) was issued.
+    pub origin: u64,
     /// `kid`: the key that signed it.
     pub key_id: String,
 }
@@ -96,10 +104,14 @@ struct Claims {
     town: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     container_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    jti: Option<String>,
     #[serde(default)]
     read_only: bool,
     iat: u64,
     exp: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    orig_iat: Option<u64>,
 }
 
 /// Why a token could not be minted.
@@ -128,6 +140,19 @@ impl KeyRing {
         self.mint_with(self.signing_key_id(), grant, now_s, ttl)
     }
 
+    /// A token for `grant` that continues a line started at `origin_s`
+    /// (a refresh or an exchange): like [`KeyRing::mint`], carrying
+    /// `orig_iat`.
+    pub fn mint_descendant(
+        &self,
+        grant: &Grant,
+        now_s: u64,
+        ttl: Duration,
+        origin_s: u64,
+    ) -> Result<String, MintError> {
+        self.encode(self.signing_key_id(), grant, now_s, ttl, origin_s)
+    }
+
     /// [`KeyRing::mint`] with the key `key_id` (any listed one).
     pub fn mint_with(
         &self,
@@ -135,6 +160,17 @@ impl KeyRing {
         grant: &Grant,
         now_s: u64,
         ttl: Duration,
+    ) -> Result<String, MintError> {
+        self.encode(key_id, grant, now_s, ttl, now_s)
+    }
+
+    fn encode(
+        &self,
+        key_id: &str,
+        grant: &Grant,
+        now_s: u64,
+        ttl: Duration,
+        origin_s: u64,
     ) -> Result<String, MintError> {
         let secret = self
             .secret(key_id)
@@ -149,9 +185,11 @@ impl KeyRing {
             scope: grant.scope.kind().to_owned(),
             town: grant.scope.town().map(str::to_owned),
             container_id: grant.scope.container_id().map(str::to_owned),
+            jti: grant.scope.token_id().map(str::to_owned),
             read_only: grant.read_only,
             iat: now_s,
             exp: now_s.saturating_add(ttl.as_secs().max(1)),
+            orig_iat: (origin_s != now_s).then_some(origin_s),
         };
         jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(secret))
             .map_err(|err| MintError::Signing(err.to_string()))
@@ -184,6 +222,7 @@ impl KeyRing {
             grant,
             issued_at: claims.iat,
             expires_at: claims.exp,
+            origin: claims.orig_iat.unwrap_or(claims.iat),
             key_id,
         })
     }
@@ -205,16 +244,26 @@ fn malformed() -> Rejection {
 
 fn grant_of(claims: &Claims) -> Option<Grant> {
     let id = |value: &Option<String>| value.clone().filter(|v| ids::is_valid_id(v));
-    let scope = match (claims.scope.as_str(), &claims.town, &claims.container_id) {
-        ("admin", None, None) => Scope::Admin,
-        ("town", Some(_), None) => Scope::Town(id(&claims.town)?),
-        ("container", Some(_), Some(_)) => Scope::Container {
+    let scope = match (
+        claims.scope.as_str(),
+        &claims.town,
+        &claims.container_id,
+        &claims.jti,
+    ) {
+        ("admin", None, None, None) => Scope::Admin,
+        ("town", Some(_), None, None) => Scope::Town(id(&claims.town)?),
+        ("container", Some(_), Some(_), None) => Scope::Container {
             town: id(&claims.town)?,
             container_id: id(&claims.container_id)?,
         },
+        ("bootstrap", Some(_), None, Some(_)) => Scope::Bootstrap {
+            town: id(&claims.town)?,
+            token_id: id(&claims.jti)?,
+        },
         _ => return None,
     };
-    (claims.iat <= claims.exp).then_some(Grant {
+    let origin_fits = claims.orig_iat.is_none_or(|origin| origin <= claims.iat);
+    (claims.iat <= claims.exp && origin_fits).then_some(Grant {
         scope,
         read_only: claims.read_only,
     })
@@ -271,9 +320,27 @@ mod tests {
                 grant: container(),
                 issued_at: NOW,
                 expires_at: NOW + DAY.as_secs(),
+                origin: NOW,
                 key_id: "new".into(),
             })
         );
+    }
+
+    #[test]
+    fn a_bootstrap_token_carries_its_id_and_a_descendant_its_lines_origin() {
+        let keys = two_keys();
+        let bootstrap = Grant::new(Scope::Bootstrap {
+            town: "t".into(),
+            token_id: "0123abcd".into(),
+        });
+        let token = keys.verify(&mint(&keys, &bootstrap), NOW);
+        assert_eq!(token.map(|t| t.grant), Ok(bootstrap));
+        let later = NOW + 500;
+        let descendant = keys
+            .mint_descendant(&container(), later, DAY, NOW)
+            .unwrap_or_else(|err| panic!("{err}"));
+        let verified = keys.verify(&descendant, later);
+        assert_eq!(verified.map(|t| (t.issued_at, t.origin)), Ok((later, NOW)));
     }
 
     #[test]
@@ -354,20 +421,27 @@ mod tests {
         let secret = keys.secret("new").unwrap_or_default();
         let mut header = Header::new(Algorithm::HS256);
         header.kid = Some("new".into());
-        for (scope, town, container) in [
-            ("town", None, None),
-            ("admin", Some("t"), None),
-            ("container", Some("t"), None),
-            ("town", Some(".."), None),
-            ("root", None, None),
+        for (scope, town, container, jti, orig_iat) in [
+            ("town", None, None, None, None),
+            ("admin", Some("t"), None, None, None),
+            ("container", Some("t"), None, None, None),
+            ("town", Some(".."), None, None, None),
+            ("root", None, None, None, None),
+            ("bootstrap", Some("t"), None, None, None),
+            ("bootstrap", Some("t"), Some("c"), Some("j"), None),
+            ("bootstrap", Some("t"), None, Some(".."), None),
+            ("container", Some("t"), Some("c"), Some("j"), None),
+            ("town", Some("t"), None, None, Some(NOW + 1)),
         ] {
             let claims = Claims {
                 scope: scope.into(),
                 town: town.map(str::to_owned),
                 container_id: container.map(str::to_owned),
+                jti: jti.map(str::to_owned),
                 read_only: false,
                 iat: NOW,
                 exp: NOW + 9,
+                orig_iat,
             };
             let token = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(secret))
                 .unwrap_or_else(|err| panic!("{err}"));

@@ -2,8 +2,8 @@
 
 use crate::{
     town::{
-        EvictOutcome, HeartbeatOutcome, MayorAction, RegisteredAgent, Registry, RegistryAgent,
-        Standing, TownAgent, TownCall, TownEventPage, TownReply, TownState,
+        EvictOutcome, HeartbeatOutcome, MayorAction, Redemption, RegisteredAgent, Registry,
+        RegistryAgent, Standing, TownAgent, TownCall, TownEventPage, TownReply, TownState,
     },
     typed_operation::{Operation, operations},
 };
@@ -62,4 +62,7 @@ operations! {
     /// Where a container stands.
     standing(container_id: String) -> Standing
         = C::Standing { container_id }, R::Standing(standing) => standing;
+    /// Spends a bootstrap token on a container.
+    redeem_bootstrap(token_id: String, container_id: String, expires_at_ms: i64) -> Redemption
+        = C::RedeemBootstrap { token_id, container_id, expires_at_ms }, R::Redeemed(redemption) => redemption;
 }

@@ -3,6 +3,7 @@
 
 use super::{
     agents::{self, AgentRef, RegisteredAgent, TownAgent},
+    bootstrap::{self, Redemption},
     containers::{self, Standing},
     deferred,
     dispatch::{self, MayorAction},
@@ -130,6 +131,15 @@ pub enum TownCall {
         /// The container.
         container_id: String,
     },
+    /// Spend a bootstrap token on a container (see [`bootstrap::redeem`]).
+    RedeemBootstrap {
+        /// The token's id (its `jti`).
+        token_id: String,
+        /// The container it is exchanged for a token of.
+        container_id: String,
+        /// When the token expires, ms since the epoch.
+        expires_at_ms: i64,
+    },
 }
 
 /// The answer to a [`TownCall`].
@@ -159,6 +169,8 @@ pub enum TownReply {
     Dispatched(TownAgent),
     /// For [`TownCall::Standing`].
     Standing(Standing),
+    /// For [`TownCall::RedeemBootstrap`].
+    Redeemed(Redemption),
 }
 
 fn default_liveness() -> u64 {
@@ -264,6 +276,17 @@ pub fn execute(
         TownCall::Standing { container_id } => {
             TownReply::Standing(containers::standing(store, container_id)?)
         }
+        TownCall::RedeemBootstrap {
+            token_id,
+            container_id,
+            expires_at_ms,
+        } => TownReply::Redeemed(bootstrap::redeem(
+            store,
+            token_id,
+            container_id,
+            *expires_at_ms,
+            now,
+        )?),
     })
 }
 

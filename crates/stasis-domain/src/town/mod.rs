@@ -12,6 +12,8 @@
 //!   from a superseded one, changes nothing, its time included.
 //! - **Containers** ([`containers`]): the containers that held the town,
 //!   each with the epoch of its takeover, for fencing ([`crate::fence`]).
+//! - **Bootstrap tokens** ([`bootstrap`]): the ones already exchanged for a
+//!   container token, each for one container only.
 //! - **Registry** ([`registry`]): which agents the container runs, replaced
 //!   whole on each put, or one agent's entry at a time.
 //! - **Directory** ([`agents`]): the agents registered in the town, with at
@@ -39,6 +41,7 @@
 //! ```
 
 pub mod agents;
+pub mod bootstrap;
 mod call;
 pub mod containers;
 mod deferred;
@@ -51,6 +54,7 @@ mod schema;
 pub mod state;
 
 pub use agents::{AgentRef, RegisteredAgent, TownAgent};
+pub use bootstrap::Redemption;
 pub use call::{TownCall, TownEnv, TownReply, execute, execute_fenced, guards_town_call, is_write};
 pub use containers::Standing;
 pub use dispatch::MayorAction;

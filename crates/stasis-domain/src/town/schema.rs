@@ -84,6 +84,15 @@ const STATEMENTS: &[&str] = &[
         SELECT current_container_id, 1, COALESCE(last_heartbeat_at, 0) FROM town_state
         WHERE id = 1 AND current_container_id IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM container_epochs)",
+    // Bootstrap tokens already exchanged, each for one container: kept until
+    // they expire (town/bootstrap.rs), so none is spent twice.
+    "CREATE TABLE IF NOT EXISTS spent_bootstrap_tokens (
+        token_id TEXT PRIMARY KEY,
+        container_id TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        spent_at INTEGER NOT NULL
+    )",
+    "CREATE INDEX IF NOT EXISTS spent_bootstrap_tokens_expiry ON spent_bootstrap_tokens (expires_at)",
     // The town's own event log.
     "CREATE TABLE IF NOT EXISTS town_events (
         seq INTEGER PRIMARY KEY,

@@ -16,6 +16,7 @@
 mod support;
 
 mod agents;
+mod bootstrap;
 mod dispatch;
 mod drain;
 mod fencing;

@@ -126,6 +126,11 @@ fn calls_and_replies_survive_json_in_the_documented_shapes() {
         TownCall::Standing {
             container_id: "c".into(),
         },
+        TownCall::RedeemBootstrap {
+            token_id: "j".into(),
+            container_id: "c".into(),
+            expires_at_ms: 9,
+        },
     ] {
         let text = serde_json::to_string(&call).expect("serializes");
         assert_eq!(

@@ -44,7 +44,7 @@ pub struct Cut {
 }
 
 impl ContainerA {
-    /// `stasis-client boot` with the town's token (a container token taken, the heartbeat),
+    /// `stasis-client boot` with a bootstrap token (a container token taken, the heartbeat),
     /// the Mayor registered, kilo serve and the sidecar (with the container token boot took)
     /// started in one new process group, the session created and named in the container
     /// registry.

@@ -43,7 +43,7 @@ impl Booted {
     }
 }
 
-/// `stasis-client boot --town T --root <root>` with the town's token: take a container token
+/// `stasis-client boot --town T --root <root>` with a fresh bootstrap token: take a container token
 /// (written to `<root>/stasis-token-<id>`), heartbeat as a new container (`container_id`, or
 /// one boot picks), hydrate every agent of the registry, print the dispatches.
 pub fn boot(stage: &Stage<'_>, root: &Path, container_id: Option<&str>) -> Result<Booted> {
@@ -57,7 +57,7 @@ pub fn boot(stage: &Stage<'_>, root: &Path, container_id: Option<&str>) -> Resul
     }
     let output = command
         .env("STASIS_URL", stage.api.base())
-        .env("STASIS_TOKEN", stage.api.token())
+        .env("STASIS_TOKEN", stage.bootstrap_token()?)
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("running {} boot", stage.client_bin.display()))?;

@@ -39,7 +39,7 @@ use anyhow::{Context, Result, bail};
 use checks::{CutReply, Tail};
 use container_a::ContainerA;
 use script::{MAYOR, RIG};
-use stasis_api::auth::{DEFAULT_TTL, Grant, KeyRing, Scope};
+use stasis_api::auth::{DEFAULT_BOOTSTRAP_TTL, DEFAULT_TTL, Grant, KeyRing, Scope};
 use std::hash::{BuildHasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -129,7 +129,7 @@ fn act_a(stage: &Stage<'_>, root: &Path, log: &Path) -> Result<LeftByA> {
     stage.say(&format!("1. Container A boots (town {})", stage.town));
     let mut a = ContainerA::boot(stage, root, log)?;
     stage.say(&format!(
-        "   stasis-client boot as {} (the town token exchanged for a container token); kilo \
+        "   stasis-client boot as {} (its bootstrap token exchanged for a container token); kilo \
          serve at {} with the sidecar (on that container token) in its process group; session {}",
         a.id,
         a.kilo_url()?,
@@ -232,6 +232,7 @@ fn act_b(stage: &Stage<'_>, root: &Path, a: LeftByA) -> Result<StoryReport> {
 /// What every step needs.
 pub(crate) struct Stage<'a> {
     api: StasisApi,
+    keys: KeyRing,
     town: String,
     agent_path: String,
     model: &'a FakeModel,
@@ -241,8 +242,8 @@ pub(crate) struct Stage<'a> {
 }
 
 impl<'a> Stage<'a> {
-    /// A fresh town on `options`' stasis, with a town token for it (what a container is
-    /// started with: `stasis-client` exchanges it for a container token).
+    /// A fresh town on `options`' stasis, with a town token for it (the operator's: the story
+    /// reads and checks with it; containers are started with bootstrap tokens instead).
     fn new(
         options: &'a StoryOptions,
         model: &'a FakeModel,
@@ -259,6 +260,7 @@ impl<'a> Stage<'a> {
             .context("minting the town's token")?;
         Ok(Stage {
             api: StasisApi::new(&options.url, &token),
+            keys,
             agent_path: format!("/api/towns/{town}/rigs/{RIG}/agents/{MAYOR}"),
             town,
             model,
@@ -270,6 +272,21 @@ impl<'a> Stage<'a> {
 
     fn say(&self, line: &str) {
         (self.narrate)(line);
+    }
+
+    /// A fresh bootstrap token of the town: what a container is started with (README,
+    /// "Container flow"); `stasis-client boot` exchanges it, once, for a container token.
+    fn bootstrap_token(&self) -> Result<String> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let scope = Scope::Bootstrap {
+            town: self.town.clone(),
+            token_id: random_suffix(),
+        };
+        self.keys
+            .mint(&Grant::new(scope), now, DEFAULT_BOOTSTRAP_TTL)
+            .context("minting a bootstrap token")
     }
 }
 

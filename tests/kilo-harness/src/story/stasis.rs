@@ -130,11 +130,6 @@ impl StasisApi {
         &self.base
     }
 
-    /// The bearer token.
-    pub fn token(&self) -> &str {
-        &self.token
-    }
-
     /// `PUT /api/towns/{town}/rigs/{rig}/agents/{agent}` `{role}`.
     ///
     /// # Errors
