@@ -130,6 +130,11 @@ impl StasisApi {
         &self.base
     }
 
+    /// The bearer token.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
     /// `PUT /api/towns/{town}/rigs/{rig}/agents/{agent}` `{role}`.
     ///
     /// # Errors
