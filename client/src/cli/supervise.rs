@@ -208,11 +208,12 @@ mod tests {
             panic!("a supervise command");
         };
         let agent = AgentRef::new("t", "r", "a").expect("valid ids");
+        // The root may come from `STASIS_ROOT` (the test scripts set it): not a tuning default.
         let defaults = SuperviseOptions::new(
             agent.clone(),
             "polecat".into(),
             "c-1".into(),
-            "/tmp".into(),
+            args.root.clone(),
             vec!["kilo".into(), "serve".into()],
         );
         let mut options =
