@@ -5,9 +5,10 @@
 //! died without a drain (`kill -9`, a lost machine) deferred none, yet every agent it ran must
 //! start again in the new container with its context: so boot requests a dispatch
 //! (`POST .../rigs/{rig}/agents/{agent}/dispatch`) for every agent of the registry that ran in
-//! another container, has no pending dispatch, and needs one ([`crate::dispatch_need`]: its
-//! hydrated kilo.db lacks part of its conversation, or a reply was cut off). After a clean
-//! drain, whose last snapshots cover every agent's conversation, that is none.
+//! another container and has no pending dispatch. After a clean drain (this heartbeat ended
+//! it), whose last snapshots cover every agent's conversation, only the agents that still need
+//! one get it ([`crate::dispatch_need`]: the hydrated kilo.db lacks part of the conversation, or
+//! a reply was cut off), which is usually none.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -190,7 +191,13 @@ pub fn boot(
         agents.push(outcome);
     }
     let (requested_dispatches, not_needed) = if ran_elsewhere {
-        request_missing_dispatches(client, town, &agents, &beat.pending_dispatches)
+        request_missing_dispatches(
+            client,
+            town,
+            &agents,
+            &beat.pending_dispatches,
+            beat.cleared_drain,
+        )
     } else {
         (Vec::new(), Vec::new())
     };
@@ -205,13 +212,14 @@ pub fn boot(
     })
 }
 
-/// A dispatch for each of `agents` (each agent once) that none of `pending` is for and that
-/// needs one; the agents that need none come second.
+/// A dispatch for each of `agents` (each agent once) that none of `pending` is for and, after a
+/// clean drain (`drained`), that needs one; the agents that need none come second.
 fn request_missing_dispatches(
     client: &Client,
     town: &str,
     agents: &[AgentOutcome<Hydration>],
     pending: &[Value],
+    drained: bool,
 ) -> (Vec<AgentOutcome<DispatchRequest>>, Vec<RegisteredAgent>) {
     let mut asked: Vec<(&str, &str)> = Vec::new();
     let mut requested = Vec::new();
@@ -223,7 +231,7 @@ fn request_missing_dispatches(
             continue;
         }
         asked.push(key);
-        if need(client, town, outcome).is_none() {
+        if drained && need(client, town, outcome).is_none() {
             not_needed.push(agent.clone());
             continue;
         }
