@@ -96,6 +96,29 @@ impl Client {
         json_reply(path, response)
     }
 
+    /// `PUT path` with bytes (a chunk).
+    pub fn put_bytes(&self, path: &str, bytes: &[u8]) -> Result<(u16, Value), String> {
+        let response = self
+            .agent
+            .put(format!("{}{path}", self.base))
+            .header("Authorization", &self.auth)
+            .header("Content-Type", "application/octet-stream")
+            .send(bytes)
+            .map_err(|e| format!("PUT {path}: {e}"))?;
+        json_reply(path, response)
+    }
+
+    /// `PUT path` with a JSON body.
+    pub fn put_json(&self, path: &str, body: &Value) -> Result<(u16, Value), String> {
+        let response = self
+            .agent
+            .put(format!("{}{path}", self.base))
+            .header("Authorization", &self.auth)
+            .send_json(body)
+            .map_err(|e| format!("PUT {path}: {e}"))?;
+        json_reply(path, response)
+    }
+
     /// `GET path` of a snapshot.
     pub fn get_snapshot(&self, path: &str) -> Result<Served, String> {
         let mut response = self

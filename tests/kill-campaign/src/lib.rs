@@ -3,8 +3,12 @@
 //! A trial starts the host on the campaign's data folder (`--durability
 //! fsync` and `os` in turn), puts it under load — three producers appending
 //! stamped batches to two agents (two share one, so their appends share
-//! group commits), a quarter of them retried at once, and one pusher of
-//! snapshots on both sides of the 1 MiB inline limit (SQL and KV) — kills
+//! group commits), a quarter of them retried at once, one pusher of
+//! snapshots (whole files on both sides of the 1 MiB inline limit, SQL and
+//! KV, and pushes by chunks that upload again what the push before
+//! superseded), and two readers of the whole snapshot (none may be cut or
+//! refused while the host lives; no upload may wait long for a
+//! collection) — kills
 //! it with SIGKILL at a random moment, restarts it on the same folder and
 //! checks ([`verify`]): every acknowledged event is there with its seq and
 //! data, the log has no gap, a batch is whole or absent and never stored
@@ -18,18 +22,21 @@
 //! `stasis-kill-campaign` command runs hundreds and prints the totals.
 
 mod client;
+mod delta;
 mod host;
 mod load;
 mod verify;
 
+use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use fastrand::Rng;
 
+use delta::Reads;
 use host::{Host, HostConfig};
 use load::{Appends, Pushes};
 use verify::Checked;
@@ -66,6 +73,12 @@ pub struct Totals {
     pub snapshot_pushes: u64,
     /// Snapshots read back whole after a kill.
     pub snapshots: u64,
+    /// Of the acknowledged pushes, pushes by chunks.
+    pub pushes_by_chunks: u64,
+    /// Whole snapshots read and verified beside the pushes.
+    pub reads: u64,
+    /// The longest a chunk upload waited for a collection (ms).
+    pub blocked_ms: u64,
     /// Everything lost, changed, duplicated or left behind.
     pub losses: Vec<String>,
     /// How long the campaign ran.
@@ -77,14 +90,18 @@ impl Totals {
     pub fn summary(&self) -> String {
         format!(
             "kill -9 campaign: {} trials in {:.0} s; acknowledged events checked: {}; retried stamps \
-             checked: {} live + {} after restarts; snapshot pushes acknowledged: {}; snapshots read \
-             back whole: {}; losses: {}",
+             checked: {} live + {} after restarts; snapshot pushes acknowledged: {} ({} by chunks); \
+             whole reads beside them: {}; longest upload wait: {} ms; snapshots read back whole: {}; \
+             losses: {}",
             self.trials,
             self.elapsed.as_secs_f64(),
             self.events,
             self.retries_live,
             self.retries_after,
             self.snapshot_pushes,
+            self.pushes_by_chunks,
+            self.reads,
+            self.blocked_ms,
             self.snapshots,
             self.losses.len()
         )
@@ -127,7 +144,7 @@ impl Campaign {
             .collect();
         let snapshot = format!("/api/towns/{town}/rigs/r/agents/mayor/db-snapshot");
         let kill_after = Duration::from_millis(rng.u64(200..=1_500));
-        let (appends, pushes) =
+        let (appends, pushes, reads) =
             load_until_killed(config, durability, &paths, &snapshot, kill_after, rng)?;
         let host = Host::start(config, durability)?;
         let mut checked = Checked::default();
@@ -145,7 +162,10 @@ impl Campaign {
             &mut checked,
         );
         host.kill();
-        let lost = checked.losses.len() + appends.violations.len() + pushes.violations.len();
+        let lost = checked.losses.len()
+            + appends.violations.len()
+            + pushes.violations.len()
+            + reads.violations.len();
         if lost == 0 {
             forget_town(config, &town);
         }
@@ -164,10 +184,14 @@ impl Campaign {
         totals.retries_after += checked.retries;
         totals.snapshot_pushes += pushes.acked;
         totals.snapshots += checked.snapshots;
+        totals.pushes_by_chunks += pushes.by_chunks;
+        totals.reads += reads.whole;
+        totals.blocked_ms = totals.blocked_ms.max(pushes.blocked_ms);
         let trial_losses = appends
             .violations
             .into_iter()
             .chain(pushes.violations)
+            .chain(reads.violations)
             .chain(checked.losses);
         totals
             .losses
@@ -184,7 +208,7 @@ fn forget_town(config: &HostConfig, town: &str) {
 }
 
 /// Starts the host, loads it, kills it after `kill_after`, and returns what
-/// the producers and the pusher saw.
+/// the producers, the pusher and the two readers saw.
 fn load_until_killed(
     config: &HostConfig,
     durability: &str,
@@ -192,7 +216,7 @@ fn load_until_killed(
     snapshot: &str,
     kill_after: Duration,
     rng: &mut Rng,
-) -> Result<(Appends, Pushes), String> {
+) -> Result<(Appends, Pushes, Reads), String> {
     let host = Host::start(config, durability)?;
     let stop = Arc::new(AtomicBool::new(false));
     let producers: Vec<JoinHandle<Appends>> = (0..3)
@@ -202,15 +226,28 @@ fn load_until_killed(
             std::thread::spawn(move || load::produce(&client, &path, &format!("w{w}"), seed, &stop))
         })
         .collect();
+    let sent = Arc::new(Mutex::new(HashSet::new()));
     let pusher = {
-        let (client, stop, seed, path) = (
+        let (client, stop, seed, path, sent) = (
             host.client.clone(),
             Arc::clone(&stop),
             rng.u64(..),
             snapshot.to_owned(),
+            Arc::clone(&sent),
         );
-        std::thread::spawn(move || load::push(&client, &path, seed, &stop))
+        std::thread::spawn(move || load::push(&client, &path, seed, &sent, &stop))
     };
+    let readers: Vec<JoinHandle<Reads>> = (0..2)
+        .map(|_| {
+            let (client, stop, path, sent) = (
+                host.client.clone(),
+                Arc::clone(&stop),
+                snapshot.to_owned(),
+                Arc::clone(&sent),
+            );
+            std::thread::spawn(move || delta::read(&client, &path, &sent, &stop))
+        })
+        .collect();
     std::thread::sleep(kill_after);
     host.kill();
     stop.store(true, Ordering::Relaxed);
@@ -227,5 +264,13 @@ fn load_until_killed(
     let pushes = pusher
         .join()
         .map_err(|_| "the pusher thread panicked".to_owned())?;
-    Ok((appends, pushes))
+    let mut reads = Reads::default();
+    for reader in readers {
+        let seen = reader
+            .join()
+            .map_err(|_| "a reader thread panicked".to_owned())?;
+        reads.whole += seen.whole;
+        reads.violations.extend(seen.violations);
+    }
+    Ok((appends, pushes, reads))
 }

@@ -1,16 +1,18 @@
 //! The load a trial puts on the host until it is killed: stamped appends
 //! from several producers (some retried at once, which must append
-//! nothing), and snapshot pushes on both sides of the 1 MiB inline limit.
+//! nothing), and snapshot pushes: whole files on both sides of the 1 MiB
+//! inline limit, and pushes by chunks ([`crate::delta`]).
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use fastrand::Rng;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::client::Client;
+use crate::delta::{self, Files};
 
 /// Batches one producer sends at most in a trial.
 const MAX_BATCHES: u64 = 100_000;
@@ -153,6 +155,10 @@ pub struct Pushes {
     pub sent: HashSet<String>,
     /// Acknowledged pushes.
     pub acked: u64,
+    /// Of them, pushes by chunks.
+    pub by_chunks: u64,
+    /// The longest a chunk upload waited for a collection (ms).
+    pub blocked_ms: u64,
     /// The newest acknowledged version.
     pub newest: u64,
     /// What broke the contract while the host lived.
@@ -176,26 +182,60 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Pushes snapshots to `path` until the host dies or `stop` is set.
-pub fn push(client: &Client, path: &str, seed: u64, stop: &Arc<AtomicBool>) -> Pushes {
+/// Pushes snapshots to `path` until the host dies or `stop` is set: a
+/// third whole, the rest by chunks. Every body is in `sent` before it goes.
+pub fn push(
+    client: &Client,
+    path: &str,
+    seed: u64,
+    sent: &Arc<Mutex<HashSet<String>>>,
+    stop: &Arc<AtomicBool>,
+) -> Pushes {
     let mut rng = Rng::with_seed(seed);
+    let mut files = Files::new(&mut rng);
     let mut log = Pushes::default();
     for _ in 0..MAX_SNAPSHOTS {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let bytes = snapshot_body(&mut rng);
+        let by_chunks = rng.u8(..3) != 0;
+        let bytes = if by_chunks {
+            files.next(&mut rng)
+        } else {
+            snapshot_body(&mut rng)
+        };
         let sha = sha256_hex(&bytes);
         log.sent.insert(sha.clone());
-        match client.put_snapshot(path, &bytes, &sha) {
-            Err(_) => break,
+        sent.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(sha.clone());
+        let answer = if by_chunks {
+            match delta::push(client, path, &bytes, &sha) {
+                Err(_) => break,
+                Ok(pushed) => {
+                    log.blocked_ms = log.blocked_ms.max(pushed.blocked_ms);
+                    pushed.result.map(|receipt| (201, receipt))
+                }
+            }
+        } else {
+            match client.put_snapshot(path, &bytes, &sha) {
+                Err(_) => break,
+                Ok(answer) => Ok(answer),
+            }
+        };
+        match answer {
             Ok((201, receipt)) if receipt["sha256"] == sha.as_str() => {
                 log.acked += 1;
+                log.by_chunks += u64::from(by_chunks);
                 log.newest = log.newest.max(receipt["version"].as_u64().unwrap_or(0));
             }
             Ok((status, body)) => {
                 log.violations
                     .push(format!("PUT {path} answered {status} {body}"));
+                break;
+            }
+            Err(problem) => {
+                log.violations.push(format!("a push by chunks: {problem}"));
                 break;
             }
         }
