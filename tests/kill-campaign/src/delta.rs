@@ -22,7 +22,8 @@ const CHUNK: usize = 32 * 1024;
 /// long at most: a collection step takes milliseconds.
 const BLOCKED_LIMIT: Duration = Duration::from_secs(5);
 
-/// Two files of 1.2 to 3 MB; each push changes a few 4 KiB pages of one.
+/// Two files of 1.1 to 1.6 MB (above the inline limit); each push changes
+/// a few 4 KiB pages of one.
 pub struct Files {
     bodies: [Vec<u8>; 2],
     turn: usize,
@@ -32,7 +33,7 @@ impl Files {
     /// Two fresh files.
     pub fn new(rng: &mut Rng) -> Self {
         let mut file = || {
-            let mut bytes = vec![0_u8; rng.usize(1_200_000..3_000_000)];
+            let mut bytes = vec![0_u8; rng.usize(1_100_000..1_600_000)];
             rng.fill(&mut bytes);
             bytes
         };
