@@ -7,7 +7,7 @@ use serde_json::json;
 use stasis_client::snapshot::{self, PullOptions, PullOutcome};
 use stasis_client::{AgentRef, Client, Config};
 
-use super::harness::{self, of_type, read_log, snapshot_head, wait_for_log};
+use super::harness::{self, of_type, read_log, snapshot_head};
 use super::{PATIENCE, Rig};
 use crate::helpers::{admin_token, append_rows, assert_consistent_prefix, max_id};
 
