@@ -172,7 +172,12 @@ impl HostObjects {
         drop(tokio::task::spawn_blocking(move || {
             if let Some(inner) = pool.upgrade() {
                 let closed = inner.open.relieve();
-                tracing::warn!(closed, "out of descriptors: closed idle objects");
+                // Every failed accept lands here: only a relief that freed
+                // something is worth a line (accept logs the failures,
+                // throttled).
+                if closed > 0 {
+                    tracing::warn!(closed, "out of descriptors: closed idle objects");
+                }
             }
         }));
     }
