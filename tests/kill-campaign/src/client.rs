@@ -4,6 +4,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use stasis_api::auth::{DEFAULT_ADMIN_TTL, Grant, KeyRing, Scope};
 
 /// A snapshot as `GET /db-snapshot` served it.
@@ -176,4 +177,9 @@ fn admin_token(secret: &str) -> Result<String, String> {
         .map_or(0, |d| d.as_secs());
     keys.mint(&Grant::new(Scope::Admin), now, DEFAULT_ADMIN_TTL)
         .map_err(|e| format!("minting an admin token: {e}"))
+}
+
+/// The lowercase hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
 }

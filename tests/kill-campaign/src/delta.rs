@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use fastrand::Rng;
 use serde_json::{Value, json};
 
-use crate::client::Client;
-use crate::load::sha256_hex;
+use crate::client::{Client, sha256_hex};
 
 /// A client's chunk size.
 const CHUNK: usize = 32 * 1024;

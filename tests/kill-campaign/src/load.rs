@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use fastrand::Rng;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::client::Client;
+pub use crate::client::sha256_hex;
 use crate::delta::{self, Files};
 
 /// Batches one producer sends at most in a trial.
@@ -175,11 +175,6 @@ pub fn snapshot_body(rng: &mut Rng) -> Vec<u8> {
     let mut bytes = vec![0_u8; len];
     rng.fill(&mut bytes);
     bytes
-}
-
-/// The lowercase hex sha256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 /// Pushes snapshots to `path` until the host dies or `stop` is set: a

@@ -19,7 +19,7 @@
 //! Rows marked `gone` by an older version of this table read as no row.
 
 use super::{
-    chunk_table::{distinct, each_batch, hash_of},
+    chunk_table::{DELETING, STORED, UPLOADING, distinct, each_batch, hash_of, keep_until},
     digest::{self, ChunkHash},
 };
 use crate::{
@@ -29,9 +29,6 @@ use crate::{
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
-pub(super) const UPLOADING: &str = "uploading";
-pub(super) const STORED: &str = "stored";
-pub(super) const DELETING: &str = "deleting";
 /// Left by an older version of this table; reads as no row.
 const GONE: &str = "gone";
 
@@ -117,23 +114,6 @@ pub fn claim_uploads(
         .iter()
         .map(|hash| claims.get(hash).copied().unwrap_or(Claim::Busy))
         .collect())
-}
-
-/// Keeps `hashes` from collection until at least `until` (a push about to
-/// commit, or a superseded version's readers).
-pub fn keep_until(
-    store: &impl SqlStore,
-    hashes: &[ChunkHash],
-    until: i64,
-) -> Result<(), DomainError> {
-    each_batch(
-        store,
-        "UPDATE snapshot_chunks SET pending_until = MAX(pending_until, ?1)
-         WHERE state IN ('uploading', 'stored') AND hash IN ({in})",
-        &[SqlValue::from(until)],
-        hashes,
-        |_| Ok(()),
-    )
 }
 
 /// Records chunks an upload claimed and KV now holds; returns, for each,

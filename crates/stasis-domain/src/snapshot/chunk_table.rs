@@ -3,10 +3,7 @@
 //! answered from this table alone, never from KV; who may write or delete a
 //! chunk's key is [`super::chunk_claims`]'.
 
-use super::{
-    chunk_claims::{STORED, keep_until},
-    digest::{self, ChunkHash},
-};
+use super::digest::{self, ChunkHash};
 use crate::{
     DomainError, params,
     sql::{RowExt, SqlStore, SqlValue},
@@ -38,6 +35,11 @@ pub(super) const STATEMENTS: &[&str] = &[
         version INTEGER PRIMARY KEY
     )",
 ];
+
+/// A chunk's states (see [`super::chunk_claims`]).
+pub(super) const UPLOADING: &str = "uploading";
+pub(super) const STORED: &str = "stored";
+pub(super) const DELETING: &str = "deleting";
 
 /// Bound parameters per statement (Durable Objects allow 100).
 const BATCH: usize = 90;
@@ -262,4 +264,21 @@ pub fn release_all(store: &impl SqlStore) -> Result<(), DomainError> {
         params![STORED],
     )?;
     Ok(())
+}
+
+/// Keeps `hashes` from collection until at least `until` (a push about to
+/// commit, or a superseded version's readers).
+pub fn keep_until(
+    store: &impl SqlStore,
+    hashes: &[ChunkHash],
+    until: i64,
+) -> Result<(), DomainError> {
+    each_batch(
+        store,
+        "UPDATE snapshot_chunks SET pending_until = MAX(pending_until, ?1)
+         WHERE state IN ('uploading', 'stored') AND hash IN ({in})",
+        &[SqlValue::from(until)],
+        hashes,
+        |_| Ok(()),
+    )
 }
