@@ -89,7 +89,7 @@ fn out_of_range_numbers_and_deep_nesting_are_refused_in_every_stored_document() 
             "PUT",
             "/sessions/s1",
             format!(r#"{{"metadata":{too_deep}}}"#),
-            ".metadata",
+            "metadata",
         ),
         (
             "PUT",
