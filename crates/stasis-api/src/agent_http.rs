@@ -66,11 +66,13 @@ pub async fn record<O: Objects + Snapshots>(
     match *method {
         Method::PUT => {
             let wanted: AgentBody = body::parse_json(body)?;
+            let metadata = wanted.metadata.map(|m| m.get().to_owned());
+            // A refused registration must not reach the town's agent list.
+            stasis_domain::agent_state::check_registration(&wanted.role, metadata.as_deref())?;
             // The town holds the one-mayor rule, so it is asked first.
             let register =
                 town_op::register_agent(key.rig.clone(), key.agent.clone(), wanted.role.clone());
             objects.town(&key.town, register).await?;
-            let metadata = wanted.metadata.map(|m| m.get().to_owned());
             let record = objects
                 .agent(key, op::put_agent(wanted.role, metadata))
                 .await?;

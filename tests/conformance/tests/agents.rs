@@ -238,6 +238,31 @@ fn a_role_must_be_a_string_of_1_to_128_bytes() {
     assert_eq!(agent.register(&long)["role"], json!(long));
 }
 
+/// The town's agent list is written before the agent's own record, so a
+/// registration its record would refuse must be refused before either.
+#[test]
+fn a_new_agent_refused_for_its_metadata_is_not_in_the_town() {
+    let town = Town::fresh("record-bad-metadata");
+    let agent = town.agent("rig-1", "newcomer");
+    let deep = format!("{}{}", "[".repeat(80), "]".repeat(80));
+    let bodies = [
+        format!(r#"{{"role":"polecat","metadata":{{"deep":{deep}}}}}"#),
+        r#"{"role":"polecat","metadata":{"x":1e999}}"#.to_owned(),
+        r#"{"role":"mayor","metadata":"\ud800"}"#.to_owned(),
+    ];
+    for body in bodies {
+        let reply = call("PUT", &agent.path(""))
+            .header("Content-Type", "application/json")
+            .body(body.clone())
+            .send();
+        let error = assert_error(&reply, 400, "invalid_request");
+        assert_message_names(&error, "metadata");
+        assert_eq!(town.agents(), Vec::<Value>::new(), "after {body}");
+        assert_error(&agent.record_reply(), 404, "agent_not_found");
+    }
+    assert_eq!(agent.register("mayor")["role"], json!("mayor"));
+}
+
 #[test]
 fn a_body_that_is_not_an_object_is_an_invalid_request() {
     let agent = Agent::fresh("record-not-object");

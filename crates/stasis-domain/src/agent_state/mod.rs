@@ -45,7 +45,7 @@ pub use manifest::{
     ManifestSnapshot,
 };
 pub use memory::{DEFAULT_MEMORY_LIST_LIMIT, MAX_MEMORY_LIST_LIMIT, MemoryEntry};
-pub use record::{AgentRecord, AgentSummary, DestroyOutcome, MAX_ROLE_BYTES};
+pub use record::{AgentRecord, AgentSummary, DestroyOutcome, MAX_ROLE_BYTES, check_registration};
 pub use sessions::{SESSION_STATUSES, SessionDeleted, SessionRecord};
 pub use staging::{ImportBatch, ImportCall, ImportChecked, ImportProgress, ImportReply};
 

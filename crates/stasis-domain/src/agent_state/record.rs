@@ -63,6 +63,17 @@ struct StoredRecord {
     updated_at: i64,
 }
 
+/// The checks `put` makes, for a caller that must refuse a bad registration
+/// before it touches anything else (the town's agent list).
+pub fn check_registration(role: &str, metadata: Option<&str>) -> Result<(), DomainError> {
+    checks::role(role, MAX_ROLE_BYTES).map_err(|b| b.for_call("role", "invalid_request"))?;
+    if let Some(text) = metadata {
+        checks::json_text(text, MAX_DOCUMENT_BYTES)
+            .map_err(|b| b.for_call("metadata", "metadata_too_large"))?;
+    }
+    Ok(())
+}
+
 /// Registers the agent or updates its role. `metadata: None` keeps the
 /// stored metadata (`null` for a new agent), like an omitted session field.
 pub fn put(
@@ -71,11 +82,7 @@ pub fn put(
     metadata: Option<&str>,
     now_ms: i64,
 ) -> Result<AgentRecord, DomainError> {
-    checks::role(role, MAX_ROLE_BYTES).map_err(|b| b.for_call("role", "invalid_request"))?;
-    if let Some(text) = metadata {
-        checks::json_text(text, MAX_DOCUMENT_BYTES)
-            .map_err(|b| b.for_call("metadata", "metadata_too_large"))?;
-    }
+    check_registration(role, metadata)?;
     let existing = load(store)?;
     let created = existing.is_none();
     let (metadata, created_at) = match existing {
