@@ -11,6 +11,9 @@
 //!   answering `GET /session/{id}/message` with the restored session, against kilo's own
 //!   start on an empty home to its first `GET /session` answer. Skipped with a note when the
 //!   Kilo CLI is not installed.
+//! - the agent coming back by itself ([`supervised`], on the host): a supervised kilo killed
+//!   to its session served again, a container killed whole to the next one's continuation of
+//!   the cut reply, and the inbox's delivery into a running kilo, each beside kilo's own start.
 //!
 //! Its rows go to their own BENCHMARKS.md section ([`MARKS`]).
 
@@ -24,6 +27,7 @@ mod forwarding;
 mod recovery;
 mod rows;
 mod section;
+mod supervised;
 
 pub use section::{MARKS, section};
 
@@ -57,6 +61,8 @@ struct Stasis {
     side: &'static str,
     url: String,
     token: String,
+    /// Its secret, when the bench started it (the stories mint their towns' tokens).
+    secret: Option<String>,
 }
 
 /// How much each workload does.
@@ -107,6 +113,7 @@ pub fn run(options: &Options) -> Result<Vec<Row>> {
             side: "edge",
             url: url.clone(),
             token: token.clone(),
+            secret: None,
         }));
     }
     let mut out = Vec::new();
@@ -116,6 +123,7 @@ pub fn run(options: &Options) -> Result<Vec<Row>> {
     for target in &targets {
         out.push(rows::recovery(target, &sizes, tmp.path()));
     }
+    out.extend(rows::supervised(&targets[0], &sizes, tmp.path()));
     if let Some(host) = spawned
         && let Err(error) = host.stop()
     {
@@ -131,6 +139,7 @@ fn host(options: &Options, tmp: &Path) -> (Result<Stasis, Missing>, Option<Stasi
             side: "host",
             url: url.clone(),
             token: token.clone(),
+            secret: None,
         };
         return (Ok(stasis), None);
     }
@@ -169,6 +178,7 @@ fn spawn_host(options: &Options, tmp: &Path) -> Result<(Stasis, StasisHost)> {
         side: "host",
         url: endpoint.base_url(),
         token: endpoint.token().unwrap_or_default().to_owned(),
+        secret: Some(config.secret.clone()),
     };
     Ok((stasis, host))
 }

@@ -1,6 +1,6 @@
 //! Each workload's row: stasis's figure beside its baseline from the same run.
 
-use super::{Sizes, Stasis, baseline, forwarding, guarded, recovery};
+use super::{Sizes, Stasis, baseline, forwarding, guarded, recovery, supervised};
 use crate::report::{Figure, Goal, Row, millis, thousands_sep};
 use crate::results::Missing;
 use std::path::Path;
@@ -12,6 +12,12 @@ const MIN_EVENTS_PER_SEC: f64 = 20_000.0;
 const MAX_P99: Duration = Duration::from_millis(100);
 /// What a whole recovery should take.
 const MAX_RECOVERY: Duration = Duration::from_secs(3);
+/// stasis's share of a supervised kilo's restart (issue 23's aim).
+const MAX_RESTART_SHARE: Duration = Duration::from_millis(100);
+/// What the next container may add to kilo's own start before the continuation is sent.
+const MAX_CONTINUATION_OVER_KILO: Duration = Duration::from_secs(1);
+/// The inbox's p99, posted to delivered into a running kilo.
+const MAX_INBOX_P99: Duration = Duration::from_millis(200);
 
 /// The burst and paced rows of forwarding on `target`.
 pub fn forwarding(target: &Result<Stasis, Missing>, sizes: &Sizes, tmp: &Path) -> Vec<Row> {
@@ -107,6 +113,91 @@ pub fn recovery(target: &Result<Stasis, Missing>, sizes: &Sizes, tmp: &Path) -> 
         )),
         goals: vec![Goal::MaxMedian(MAX_RECOVERY)],
     }
+}
+
+/// The rows of the agent coming back by itself, on `target` (the host the bench started: the
+/// stories need its secret). A quick run leaves them out: `scripts/test` plays both stories.
+pub fn supervised(target: &Result<Stasis, Missing>, sizes: &Sizes, tmp: &Path) -> Vec<Row> {
+    let measured = target.clone().and_then(|stasis| {
+        if sizes.rounds < 2 {
+            return Err(Missing::Skipped(
+                "a quick run leaves the stories out (scripts/test plays them)".to_owned(),
+            ));
+        }
+        if let Err(error) = stasis_kilo_harness::kilo_bin() {
+            return Err(Missing::Skipped(format!("{error:#}")));
+        }
+        let Some(secret) = stasis.secret.clone() else {
+            return Err(Missing::Skipped(
+                "the stories mint their own tokens: they need a host the bench started".to_owned(),
+            ));
+        };
+        let (rounds, dir) = (sizes.rounds, tmp.join("supervised"));
+        guarded(
+            "host: the supervision and resume stories with the real Kilo CLI",
+            move || supervised::rounds(&stasis, &secret, rounds, &dir),
+        )
+    });
+    let pick = |f: fn(&supervised::Supervised) -> crate::stats::Latency| {
+        Figure::latency(&measured.as_ref().map(f).map_err(Clone::clone))
+    };
+    let verdict = |met: bool| if met { "met" } else { "**missed**" };
+    let share_note = measured.as_ref().ok().map(|m| {
+        format!(
+            "stasis's share (neither kilo's start nor the 200 ms restart delay) {}, aim ≤ {}: {}",
+            millis(m.share.median),
+            millis(MAX_RESTART_SHARE),
+            verdict(m.share.median <= MAX_RESTART_SHARE)
+        )
+    });
+    let continuation_note = measured.as_ref().ok().map(|m| {
+        let over = m
+            .to_continuation
+            .median
+            .saturating_sub(m.kilo_revived.median);
+        format!(
+            "{} over kilo's start, aim ≤ {}: {}",
+            millis(over),
+            millis(MAX_CONTINUATION_OVER_KILO),
+            verdict(over <= MAX_CONTINUATION_OVER_KILO)
+        )
+    });
+    let inbox_note = measured.as_ref().ok().map(|m| {
+        format!(
+            "aim p99 ≤ {}: {}",
+            millis(MAX_INBOX_P99),
+            verdict(m.inbox.p99 <= MAX_INBOX_P99)
+        )
+    });
+    vec![
+        Row {
+            workload: "host: kill -9 of a supervised kilo (stasis-client up) → its session served again"
+                .to_owned(),
+            stasis: pick(|m| m.crash_to_served),
+            stasis_note: share_note,
+            baseline_name: "kilo's own start in that restart, spawn → its listening line".to_owned(),
+            baseline: Some(pick(|m| m.kilo_restart)),
+            goals: Vec::new(),
+        },
+        Row {
+            workload: "host: a container killed whole mid-reply; the next one's `up` → the cut reply's continuation at the model"
+                .to_owned(),
+            stasis: pick(|m| m.to_continuation),
+            stasis_note: continuation_note,
+            baseline_name: "kilo's own start in that container".to_owned(),
+            baseline: Some(pick(|m| m.kilo_revived)),
+            goals: Vec::new(),
+        },
+        Row {
+            workload: "host: inbox, POST /mayor/message → delivered into the running kilo, 50 messages a round"
+                .to_owned(),
+            stasis: pick(|m| m.inbox),
+            stasis_note: inbox_note,
+            baseline_name: "kilo's own start in the same round".to_owned(),
+            baseline: Some(pick(|m| m.kilo_resume)),
+            goals: Vec::new(),
+        },
+    ]
 }
 
 fn side_of(target: &Result<Stasis, Missing>) -> &'static str {

@@ -27,6 +27,20 @@ the harness's fake model and stops cleanly; then each round starts kilo on an em
 `stasis_client::boot::boot` (what `stasis-client boot` runs: heartbeat, kilo.db hydrated and \
 verified, the Mayor's dispatch requested), then `kilo serve` on the hydrated kilo.db until \
 `GET /session/{id}/message` answers with the session. kilo's start dominates both.
+- The agent coming back by itself (host only: the stories mint their towns' tokens from the \
+secret of the host the bench started; a `--quick` run leaves them out). Each round plays the \
+supervision story (`tests/kilo-harness/src/supervision/`) and the resume story \
+(`tests/kilo-harness/src/story/resume/`) once, with the real Kilo CLI and the harness's fake \
+model. Supervised restart: `stasis-client up` runs kilo under a supervisor (restart delay \
+200 ms); kilo is SIGKILLed and the clock stops when `GET /session/{id}/message` answers again; \
+the baseline is that kilo's own start (spawn to its listening line, as its supervisor measured \
+it), and stasis's share is what remains after the start and the delay. Continuation: a \
+container is SIGKILLed whole while the Mayor's reply streams; the clock runs from the next \
+container's `stasis-client up` to the model receiving the continuation, which includes \
+hydrating kilo.db and kilo's own start (the baseline, measured in that container). Inbox: 50 \
+Mayor messages a round, each from the start of its `POST /mayor/message` to \
+`follow_inbox`'s delivery into the running kilo; the baseline is kilo's own start in that \
+round, as the issue asks for each figure, not a like-for-like operation.
 - Reading the ratios: the sidecar batches, waiting up to its 25 ms linger for more events before it sends, where the paced baseline sends each event at once, so its delay is about the linger; a burst goes through the sidecar's one batch in flight at a time. A recovery is boot (tens of milliseconds) plus kilo's own start, so it meets 3 s only where kilo starts in under 3 s.
 ";
 

@@ -142,7 +142,7 @@ impl StasisApi {
     /// On a transport error or a status other than 2xx.
     pub fn put_agent(&self, town: &str, rig: &str, agent: &str, role: &str) -> Result<()> {
         let path = format!("/api/towns/{town}/rigs/{rig}/agents/{agent}");
-        self.send("PUT", &path, &AgentRecord { role })
+        self.send("PUT", &path, &AgentRecord { role }).map(drop)
     }
 
     /// `PUT /api/towns/{town}/container-registry`.
@@ -165,6 +165,26 @@ impl StasisApi {
                 agents,
             },
         )
+        .map(drop)
+    }
+
+    /// `POST path` with a JSON body: the answer's body.
+    ///
+    /// # Errors
+    ///
+    /// As [`StasisApi::put_agent`].
+    pub fn post_json(&self, path: &str, body: &impl Serialize) -> Result<String> {
+        self.send("POST", path, body)
+    }
+
+    /// `POST /api/towns/{town}/mayor/message {text}`: the answer's body.
+    ///
+    /// # Errors
+    ///
+    /// As [`StasisApi::put_agent`].
+    pub fn post_mayor_message(&self, town: &str, text: &str) -> Result<String> {
+        let path = format!("/api/towns/{town}/mayor/message");
+        self.send("POST", &path, &serde_json::json!({ "text": text }))
     }
 
     /// The agent's events after `after`, every page of them.
@@ -230,7 +250,7 @@ impl StasisApi {
         read("GET", path, response)
     }
 
-    fn send(&self, method: &str, path: &str, body: &impl Serialize) -> Result<()> {
+    fn send(&self, method: &str, path: &str, body: &impl Serialize) -> Result<String> {
         let json = serde_json::to_string(body)?;
         let url = format!("{}{path}", self.base);
         let request = match method {
@@ -242,7 +262,7 @@ impl StasisApi {
             .header("Content-Type", "application/json")
             .send(&json)
             .with_context(|| format!("{method} {path}"))?;
-        read(method, path, response).map(drop)
+        read(method, path, response)
     }
 
     fn authorized<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {

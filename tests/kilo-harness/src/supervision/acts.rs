@@ -1,10 +1,11 @@
-//! The four acts of [`super`], each with its checks.
+//! The acts of [`super`] but the revival's, each with its checks.
 
 use super::container::Entrypoint;
 use super::log::{data, get_json, last_seq, number, poll, supervisor_events};
+use super::revival::{self, Killed};
 use super::{
-    NUDGE_START, PROMPT_BACK, PROMPT_FIX, PROMPT_PLAN, PROMPT_STALL, REPLY_PLAN, RIG, Stage,
-    SupervisionReport, TURN_DEADLINE,
+    MAYOR, NUDGE_START, POLECAT, PROMPT_BACK, PROMPT_FIX, PROMPT_PLAN, PROMPT_STALL, REPLY_PLAN,
+    RIG, Stage, SupervisionReport, TURN_DEADLINE,
 };
 use crate::{EventStream, KiloApi};
 use anyhow::{Context, Result, bail, ensure};
@@ -15,15 +16,12 @@ use std::time::{Duration, Instant};
 
 /// How long a start, a turn, or a log write may take on a busy machine.
 const WITHIN: Duration = Duration::from_secs(150);
-/// The Mayor and the polecat.
-const MAYOR: &str = "mayor";
-const POLECAT: &str = "polecat";
 
 /// A runtime start its supervisor recorded.
-struct Started {
-    pid: i32,
-    url: String,
-    ready: Duration,
+pub(super) struct Started {
+    pub(super) pid: i32,
+    pub(super) url: String,
+    pub(super) ready: Duration,
 }
 
 pub(super) fn play(stage: &Stage<'_>, report: &mut SupervisionReport) -> Result<()> {
@@ -41,7 +39,21 @@ pub(super) fn play(stage: &Stage<'_>, report: &mut SupervisionReport) -> Result<
     act_deadline(stage, &mut a, &sessions, report).map_err(|e| a.with_output(&e))?;
     act_evict(stage, &mut a, &remote, report).map_err(|e| a.with_output(&e))?;
     drop(a);
-    act_fenced(stage, &sessions, report)
+    for pid in &sessions.pids {
+        ensure!(
+            gone_soon(*pid),
+            "A's kilo (pid {pid}) outlived its container"
+        );
+    }
+    let killed = revival::act_killed(stage, &sessions.mayor)?;
+    act_fenced(stage, &killed, report)
+}
+
+/// The containers' `/tmp`, emptied: the next container starts on an empty folder.
+pub(super) fn empty_root(stage: &Stage<'_>) -> Result<()> {
+    std::fs::remove_dir_all(&stage.root)?;
+    std::fs::create_dir_all(&stage.root)?;
+    Ok(())
 }
 
 /// The agents' sessions and their live kilos.
@@ -221,35 +233,26 @@ fn act_evict(
     Ok(())
 }
 
-fn act_fenced(
-    stage: &Stage<'_>,
-    sessions: &Sessions,
-    report: &mut SupervisionReport,
-) -> Result<()> {
-    for pid in &sessions.pids {
-        ensure!(
-            gone_soon(*pid),
-            "A's kilo (pid {pid}) outlived its container"
-        );
-    }
-    stage.say("4. Container A2 on an empty folder: up with no agent named");
-    std::fs::remove_dir_all(&stage.root)?;
-    std::fs::create_dir_all(&stage.root)?;
+fn act_fenced(stage: &Stage<'_>, killed: &Killed, report: &mut SupervisionReport) -> Result<()> {
+    stage.say("5. Container A2 on an empty folder: up with no agent named");
+    empty_root(stage)?;
     let marks = [
         last_seq(&stage.api, &stage.agent_path(MAYOR))?,
         last_seq(&stage.api, &stage.agent_path(POLECAT))?,
     ];
+    let began = (Instant::now(), stage.model.requests().len());
     let mut a2 = stage.up("c-sup-a2", &[], &stage.work.join("a2.log"))?;
     let result = (|| {
         let mayor = wait_started(stage, &mut a2, MAYOR, marks[0])?;
         let polecat = wait_started(stage, &mut a2, POLECAT, marks[1])?;
-        let messages = KiloApi::new(&mayor.url).messages(&sessions.mayor)?;
+        let messages = KiloApi::new(&mayor.url).messages(&killed.mayor_session)?;
         ensure!(
             messages.len() >= 4,
             "the Mayor's hydrated session: {} messages",
             messages.len()
         );
         stage.say("   ✓ both agents of the registry back, the Mayor's session hydrated");
+        revival::check_revived(stage, &mut a2, &mayor, killed, began, report)?;
         let booted = Command::new(&stage.options.client_bin)
             .args([
                 "boot",
@@ -286,7 +289,7 @@ fn act_fenced(
 /// Waits for a `stasis.runtime.started` after `after` whose sidecar follows (its resync event
 /// came after it): the last such start. A start that failed meanwhile (a busy machine) is
 /// retried by the supervisor; any attempt that made it counts.
-fn wait_started(
+pub(super) fn wait_started(
     stage: &Stage<'_>,
     container: &mut Entrypoint,
     agent: &str,
@@ -326,7 +329,7 @@ fn wait_started(
 
 /// Whether `pid` is gone within 15 s (a SIGKILLed kilo takes a moment to be torn down and
 /// reaped on a busy machine).
-fn gone_soon(pid: i32) -> bool {
+pub(super) fn gone_soon(pid: i32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let gone = Pid::from_raw(pid).is_none_or(|pid| test_kill_process(pid).is_err());
@@ -337,7 +340,7 @@ fn gone_soon(pid: i32) -> bool {
     }
 }
 
-fn alive(container: &mut Entrypoint) -> Result<()> {
+pub(super) fn alive(container: &mut Entrypoint) -> Result<()> {
     match container.try_exit()? {
         Some(status) => bail!("the container exited ({status})"),
         None => Ok(()),

@@ -58,6 +58,36 @@ impl Entrypoint {
         }
     }
 
+    /// SIGKILL to it and every process below it, as the end of a container kills all of its
+    /// processes: `up`, its supervisors (each leads a group of its own) and their kilos. Top
+    /// down, so that no supervisor outlives the entrypoint long enough to restart its kilo.
+    ///
+    /// # Errors
+    ///
+    /// When it was reaped already or `/proc` cannot be read.
+    pub fn kill_all(&self) -> Result<()> {
+        let child = self.child.as_ref().context("already reaped")?;
+        let root = i32::try_from(child.id()).context("a pid over i32")?;
+        let parents = parents_by_pid()?;
+        let mut family = vec![root];
+        let mut next = 0;
+        while let Some(&parent) = family.get(next) {
+            for &(pid, ppid) in &parents {
+                if ppid == parent && !family.contains(&pid) {
+                    family.push(pid);
+                }
+            }
+            next += 1;
+        }
+        for pid in family {
+            if let Some(pid) = Pid::from_raw(pid) {
+                // One may have exited meanwhile.
+                let _ = kill_process(pid, Signal::KILL);
+            }
+        }
+        Ok(())
+    }
+
     /// Whether it has exited (reaping it then).
     ///
     /// # Errors
@@ -88,6 +118,33 @@ impl Entrypoint {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Every process's pid and its parent's, from `/proc/<pid>/stat`.
+fn parents_by_pid() -> Result<Vec<(i32, i32)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").context("reading /proc")? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`; the command may hold spaces and parentheses.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(ppid) = ppid {
+            found.push((pid, ppid));
+        }
+    }
+    Ok(found)
 }
 
 impl Drop for Entrypoint {

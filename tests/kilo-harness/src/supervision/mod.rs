@@ -10,15 +10,21 @@
 //! 3. SIGTERM to A: the polecat's nudge reaches the model, the save command commits and pushes
 //!    its edit, each agent's last snapshot covers its last turn, every phase is in its log, and
 //!    `up` exits 0 within the budget.
-//! 4. Container A2 on an empty folder: `up` with no agent named brings back every agent of the
-//!    registry (the Mayor's session hydrated); container B heartbeats, and A2's supervisors,
-//!    fenced, kill their kilos at once and `up` exits 9.
+//! 4. Container K on an empty folder: `up` with no agent named brings back every agent of the
+//!    registry; the Mayor starts a long reply, and K is SIGKILLed whole mid-reply. While no
+//!    container lives, the user sends the Mayor a message.
+//! 5. Container A2 on an empty folder: `up` again brings both back (the Mayor's session
+//!    hydrated); by itself it finishes the cut reply with exactly one continuation carrying the
+//!    text stasis held, and delivers the gap's message once. Then container B heartbeats, and
+//!    A2's supervisors, fenced, kill their kilos at once and `up` exits 9.
 //!
-//! Measured on the way: a kilo crash to its session served again, and kilo's own start in it.
+//! Measured on the way: a kilo crash to its session served again, and kilo's own start in it;
+//! A2's start to the continuation reaching the model, and kilo's own start in it.
 
 mod acts;
 mod container;
 pub mod log;
+mod revival;
 
 use crate::story::StasisApi;
 use crate::{FakeModel, Reply, Script};
@@ -35,6 +41,11 @@ pub const PROMPT_PLAN: &str = "What is on today's plan?";
 pub const REPLY_PLAN: &str = "First the release notes, then the build check.";
 /// The Mayor's prompt after its kilo came back.
 pub const PROMPT_BACK: &str = "Where were we before the crash?";
+/// The Mayor and the polecat.
+const MAYOR: &str = "mayor";
+const POLECAT: &str = "polecat";
+/// A prompt whose reply streams slowly (the container is killed while it does).
+const PROMPT_LONG: &str = crate::story::script::PROMPT_LONG;
 /// The polecat's first prompt.
 pub const PROMPT_FIX: &str = "Fix the typo in the notes";
 /// A prompt whose reply never comes (the model stalls for an hour).
@@ -78,11 +89,27 @@ pub struct SupervisionReport {
     pub eviction_took: Duration,
     /// From container B's heartbeat to A2's exit (fenced).
     pub fenced_exit_after: Duration,
+    /// From A2's `up` to the continuation of the cut reply reaching the model.
+    pub revived_to_continuation: Duration,
+    /// Of that: the Mayor's kilo's own start (spawn to its listening line) in A2.
+    pub revived_kilo_start: Duration,
+    /// The Mayor's session in A2 after recovery, one line per message.
+    pub recovered: String,
 }
 
 /// The model's script.
 fn script() -> Script {
+    use crate::story::{resume, script};
     Script::new()
+        .when(
+            resume::CONTINUATION_MARK,
+            Reply::text(resume::REPLY_CONTINUED),
+        )
+        .when(resume::GAP_NOTE, Reply::text(resume::REPLY_GAP))
+        .when(
+            PROMPT_LONG,
+            Reply::paced_text(&script::long_reply(), script::LONG_REPLY_PACE),
+        )
         .when(PROMPT_PLAN, Reply::text(REPLY_PLAN))
         .when(PROMPT_BACK, Reply::text("We were planning the release."))
         .when(PROMPT_FIX, Reply::text("Fixed the typo."))
@@ -94,7 +121,7 @@ fn script() -> Script {
         .title("Supervised")
 }
 
-/// Plays the four acts; `narrate` gets a line per step.
+/// Plays the five acts; `narrate` gets a line per step.
 ///
 /// # Errors
 ///

@@ -375,26 +375,11 @@ impl Stage<'_> {
 
     /// `POST /api/towns/{town}/mayor/message {text}`: the answer's body.
     fn post_mayor_message(&self, text: &str) -> Result<String> {
-        let path = format!("/api/towns/{}/mayor/message", self.town);
-        self.post_json(&path, &serde_json::json!({ "text": text }))
+        self.api.post_mayor_message(&self.town, text)
     }
 
     /// `POST path` with a JSON body: the answer's body.
     fn post_json(&self, path: &str, body: &serde_json::Value) -> Result<String> {
-        let url = format!("{}{path}", self.api.base());
-        let body = serde_json::to_string(body)?;
-        let mut response = ureq::post(&url)
-            .header("Authorization", format!("Bearer {}", self.api.token()))
-            .header("Content-Type", "application/json")
-            .config()
-            .http_status_as_error(false)
-            .build()
-            .send(&body)
-            .with_context(|| format!("POST {url}"))?;
-        let answer = response.body_mut().read_to_string()?;
-        if !response.status().is_success() {
-            bail!("POST {path}: {}: {answer}", response.status());
-        }
-        Ok(answer)
+        self.api.post_json(path, body)
     }
 }

@@ -1,0 +1,187 @@
+//! The whole container killed mid-reply, and the next container's one command bringing the
+//! agents back by itself: the cut reply finished with one continuation carrying the text
+//! stasis holds, and the Mayor message posted while no container lived delivered once.
+
+use super::acts::{Started, alive, wait_started};
+use super::container::Entrypoint;
+use super::log::{last_seq, poll};
+use super::{MAYOR, PROMPT_LONG, RIG, Stage, SupervisionReport};
+use crate::story::checks::{self, CutReply};
+use crate::story::resume::{CONTINUATION_MARK, GAP_NOTE, REPLY_CONTINUED, REPLY_GAP};
+use crate::{KiloApi, KiloMessage, ModelRequest};
+use anyhow::{Result, ensure};
+use std::time::{Duration, Instant};
+
+/// How long a start or a turn may take on a busy machine.
+const WITHIN: Duration = Duration::from_secs(150);
+/// The pieces of the reply stasis must hold before the kill.
+const DELTAS_BEFORE_KILL: usize = 3;
+
+/// What the killed container left: the cut reply as stasis holds it.
+pub(super) struct Killed {
+    pub(super) cut: CutReply,
+    pub(super) mayor_session: String,
+}
+
+/// Container K on an empty folder: `up` with no agent named brings both agents back; the Mayor
+/// starts a long reply and, once stasis holds its first pieces, K is SIGKILLed whole (`up`, its
+/// supervisors and both kilos at once). While no container lives, the user sends the Mayor a
+/// message.
+pub(super) fn act_killed(stage: &Stage<'_>, mayor_session: &str) -> Result<Killed> {
+    stage.say("4. Container K on an empty folder: up brings both back, then K is killed whole");
+    super::acts::empty_root(stage)?;
+    let marks = [
+        last_seq(&stage.api, &stage.agent_path(MAYOR))?,
+        last_seq(&stage.api, &stage.agent_path(super::POLECAT))?,
+    ];
+    let mut k = stage.up("c-sup-k", &[], &stage.work.join("k.log"))?;
+    let result = (|| {
+        let mayor = wait_started(stage, &mut k, MAYOR, marks[0])?;
+        let polecat = wait_started(stage, &mut k, super::POLECAT, marks[1])?;
+        let mark = last_seq(&stage.api, &stage.agent_path(MAYOR))?;
+        KiloApi::new(&mayor.url).prompt_async(mayor_session, PROMPT_LONG)?;
+        let path = stage.agent_path(MAYOR);
+        poll(
+            "stasis to hold the long reply's first pieces",
+            WITHIN,
+            || alive(&mut k),
+            || {
+                let deltas = stage
+                    .api
+                    .events_after(&path, mark)?
+                    .into_iter()
+                    .filter(|e| e.kind == "message.part.delta")
+                    .count();
+                Ok((deltas >= DELTAS_BEFORE_KILL).then_some(()))
+            },
+        )?;
+        kill_whole(&mut k, &[&mayor, &polecat])?;
+        let cut = checks::cut_reply(&stage.api.events_after(&path, mark)?)?;
+        stage.say(&format!(
+            "   kill -9 of the whole of K mid-reply: stasis holds {} pieces of it: {:?}",
+            cut.deltas, cut.text
+        ));
+        Ok(cut)
+    })();
+    let cut = result.map_err(|e| k.with_output(&e))?;
+    let answer = stage.api.post_mayor_message(&stage.town, GAP_NOTE)?;
+    stage.say(&format!(
+        "   no container lives: POST /mayor/message answered {answer}"
+    ));
+    Ok(Killed {
+        cut,
+        mayor_session: mayor_session.to_owned(),
+    })
+}
+
+/// SIGKILL to every process of the container at once; its kilos must be gone after.
+fn kill_whole(container: &mut Entrypoint, kilos: &[&Started]) -> Result<()> {
+    container.kill_all()?;
+    let status = container.wait(Duration::from_secs(30))?;
+    ensure!(!status.success(), "K's up was killed, yet exited {status}");
+    for kilo in kilos {
+        ensure!(
+            super::acts::gone_soon(kilo.pid),
+            "K's kilo (pid {}) outlived the kill",
+            kilo.pid
+        );
+    }
+    Ok(())
+}
+
+/// On the container after K (its `up` started at `began`, its Mayor at `mayor`): the cut reply
+/// is finished by itself with exactly one continuation carrying the text stasis held, and the
+/// message posted while no container lived goes into the restored session once, answered.
+pub(super) fn check_revived(
+    stage: &Stage<'_>,
+    container: &mut Entrypoint,
+    mayor: &Started,
+    killed: &Killed,
+    began: (Instant, usize),
+    report: &mut SupervisionReport,
+) -> Result<()> {
+    let (started, before) = began;
+    let model = stage.model;
+    report.revived_to_continuation = poll(
+        "the continuation to reach the model",
+        WITHIN,
+        || alive(container),
+        || {
+            let requests = model.requests();
+            let found = continuations(&requests[before..], &killed.cut.text)
+                .next()
+                .is_some();
+            Ok(found.then(|| started.elapsed()))
+        },
+    )?;
+    report.revived_kilo_start = mayor.ready;
+    let api = KiloApi::new(&mayor.url);
+    let messages = poll(
+        "the Mayor's session to end with the gap message's reply",
+        WITHIN,
+        || alive(container),
+        || {
+            let messages = api.messages(&killed.mayor_session)?;
+            let done = messages.last().is_some_and(|m| {
+                checks::is_finished(m) && m.info.role == "assistant" && m.text() == REPLY_GAP
+            });
+            Ok(done.then_some(messages))
+        },
+    )?;
+    let requests = model.requests();
+    let sent = continuations(&requests[before..], &killed.cut.text).count();
+    ensure!(
+        sent == 1,
+        "the model got {sent} continuations carrying the Mayor's streamed text {:?}, not one",
+        killed.cut.text
+    );
+    let replied = messages.iter().any(|m| {
+        m.info.role == "assistant" && checks::is_finished(m) && m.text() == REPLY_CONTINUED
+    });
+    ensure!(
+        replied,
+        "the continuation got no finished reply:\n{}",
+        show(&messages)
+    );
+    let in_session = messages
+        .iter()
+        .filter(|m| m.info.role == "user" && m.text().starts_with(GAP_NOTE))
+        .count();
+    let asked = requests[before..]
+        .iter()
+        .filter(|r| {
+            !r.is_title_request() && r.last_user_text().is_some_and(|t| t.starts_with(GAP_NOTE))
+        })
+        .count();
+    ensure!(
+        in_session == 1 && asked == 1,
+        "the gap's message is in the session {in_session} time(s) and was asked {asked} \
+         time(s), not once:\n{}",
+        show(&messages)
+    );
+    report.recovered = show(&messages);
+    stage.say(&format!(
+        "   ✓ the continuation reached the model {:.1?} after up began (kilo's own start {:.1?}); \
+         one continuation carried the streamed text, its reply finished the cut turn; the gap's \
+         message went in once, answered. The Mayor's session ({RIG}/{MAYOR}):\n{}",
+        report.revived_to_continuation, report.revived_kilo_start, report.recovered
+    ));
+    Ok(())
+}
+
+/// The chat requests whose last user message is a continuation carrying `streamed` (the
+/// polecat, whose session K cut too, may get one of its own).
+fn continuations<'r>(
+    requests: &'r [ModelRequest],
+    streamed: &'r str,
+) -> impl Iterator<Item = &'r ModelRequest> {
+    requests.iter().filter(move |r| {
+        !r.is_title_request()
+            && r.last_user_text()
+                .is_some_and(|t| t.contains(CONTINUATION_MARK) && t.contains(streamed))
+    })
+}
+
+fn show(messages: &[KiloMessage]) -> String {
+    crate::story::resume::show_messages(messages)
+}
