@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
-use stasis_client::resume::{self, DispatchPrompt, ResumeOptions};
+use stasis_client::resume::{self, CutReplyMode, DispatchPrompt, ResumeOptions};
 use stasis_client::sidecar::Log;
 use stasis_client::supervisor::up::{self, UpOptions};
 use stasis_client::supervisor::{
@@ -20,8 +20,8 @@ use super::supervise_args::{SuperviseArgs, UpArgs};
 /// The resume step run after each start: the session is chosen (or created with the
 /// dispatch's prompt), a reply the last death cut is finished once, the inbox is delivered, and
 /// a follower delivers what arrives while this runtime lives.
-fn resume_step() -> OnReady {
-    Arc::new(|ready: &ReadyRuntime| {
+fn resume_step(cut_reply: CutReplyMode) -> OnReady {
+    Arc::new(move |ready: &ReadyRuntime| {
         let dispatch = ready
             .dispatch
             .as_deref()
@@ -29,6 +29,7 @@ fn resume_step() -> OnReady {
             .and_then(|bytes| serde_json::from_slice::<DispatchPrompt>(&bytes).ok());
         let options = ResumeOptions {
             dispatch,
+            cut_reply,
             ..ResumeOptions::default()
         };
         let log = Arc::clone(&ready.log);
@@ -69,7 +70,11 @@ pub fn supervise(client: &Client, out: &Output, args: SuperviseArgs) -> Result<u
     options.dispatch = args.dispatch;
     args.tuning.apply(&mut options).map_err(Error::Config)?;
     let log = log_for(out, format!("supervisor {}:", options.agent));
-    let supervisor = Supervisor::new(options, resume_step(), Arc::clone(&log));
+    let supervisor = Supervisor::new(
+        options,
+        resume_step(args.tuning.cut_reply.mode()),
+        Arc::clone(&log),
+    );
     deliver_signals(supervisor.signal_handle())?;
     match supervisor.run(client) {
         Outcome::Evicted => {

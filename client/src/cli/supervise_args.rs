@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use stasis_client::resume::CutReplyMode;
 use stasis_client::supervisor::up::AgentSpec;
 use stasis_client::supervisor::{EvictionOptions, RestartPolicy, SuperviseOptions};
 
@@ -57,6 +58,40 @@ pub struct Tuning {
     /// How long the runtime may take to exit on SIGTERM before SIGKILL.
     #[arg(long, default_value = "10s", value_parser = parse_budget)]
     pub stop_grace: Duration,
+    /// What a start does with a reply the runtime's death cut: a continuation carrying the text
+    /// streamed before the cut, the user's message sent again, or nothing (only recorded).
+    #[arg(long, value_enum, default_value_t = CutReply::Continue)]
+    pub cut_reply: CutReply,
+}
+
+/// `--cut-reply`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CutReply {
+    /// The model is told its reply was cut and given what it had written.
+    Continue,
+    /// The user's message is sent again.
+    Resend,
+    /// Nothing is sent; the decision is still recorded in the log.
+    Nothing,
+}
+
+impl CutReply {
+    /// The resume step's mode.
+    pub fn mode(self) -> CutReplyMode {
+        match self {
+            CutReply::Continue => CutReplyMode::Continue,
+            CutReply::Resend => CutReplyMode::Resend,
+            CutReply::Nothing => CutReplyMode::Nothing,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            CutReply::Continue => "continue",
+            CutReply::Resend => "resend",
+            CutReply::Nothing => "nothing",
+        }
+    }
 }
 
 impl Tuning {
@@ -110,6 +145,7 @@ impl Tuning {
             ("--nudge-window", duration(self.nudge_window)),
             ("--save-timeout", duration(self.save_timeout)),
             ("--stop-grace", duration(self.stop_grace)),
+            ("--cut-reply", self.cut_reply.name().to_owned()),
         ];
         for nudge in &self.nudges {
             args.push(("--nudge", nudge.clone()));

@@ -52,8 +52,10 @@ impl Host {
             .arg(&config.data_dir)
             .args(["--durability", durability])
             // Chunks a killed push uploaded are collectable a second later,
-            // so the sweep after the restart can be checked for garbage.
-            .args(["--snapshot-pending-ttl", "1s", "--snapshot-grace", "0s"])
+            // and a superseded version's two seconds later (its readers, which
+            // take milliseconds, must never be cut), so the sweep after the
+            // restart can be checked for garbage within its wait.
+            .args(["--snapshot-pending-ttl", "1s", "--snapshot-grace", "2s"])
             .env("STASIS_SECRET", &config.secret)
             .env("STASIS_LOG", "warn")
             .stdin(Stdio::null())

@@ -193,9 +193,14 @@ impl Campaign {
             .chain(pushes.violations)
             .chain(reads.violations)
             .chain(checked.losses);
-        totals
-            .losses
-            .extend(trial_losses.map(|loss| format!("trial {n}: {loss}")));
+        for loss in trial_losses {
+            let loss = format!("trial {n}: {loss}");
+            if self.verbose {
+                // At once: a long campaign's first loss is worth reading before its end.
+                eprintln!("  LOSS {loss}");
+            }
+            totals.losses.push(loss);
+        }
         Ok(())
     }
 }
