@@ -16,7 +16,8 @@ use crate::http::Client;
 use crate::ids::AgentRef;
 
 /// The event types the conversation is rebuilt from (`stasis_domain::conversation::
-/// MESSAGE_EVENT_TYPES`; a user message stasis stores is a `message.completed`).
+/// MESSAGE_EVENT_TYPES`; a user message stasis stores is a `message.completed`), less stasis's
+/// records of what it sent into kilo: kilo's own events of those messages follow them.
 pub const CONVERSATION_EVENT_TYPES: &[&str] = &[
     "message.updated",
     "message.part.updated",

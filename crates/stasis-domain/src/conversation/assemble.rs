@@ -4,11 +4,14 @@ use super::Turn;
 use super::message::Message;
 use super::parse::{Update, parse};
 use crate::event_log::Event;
-use std::collections::HashMap;
+use serde::Deserialize;
+use std::collections::{HashMap, HashSet};
 
 /// Every message's turn, in order of first appearance, removed and empty
-/// ones dropped.
+/// ones dropped, and the runtime's copies of what stasis sent into it left
+/// out.
 pub(super) fn assemble(events: &[Event]) -> Vec<Turn> {
+    let copies = sent_by_stasis(events);
     let mut messages = Messages::default();
     let mut previous: Option<&Event> = None;
     for event in events {
@@ -16,11 +19,41 @@ pub(super) fn assemble(events: &[Event]) -> Vec<Turn> {
             continue;
         }
         previous = Some(event);
-        if let Some(update) = parse(event) {
+        if let Some(update) = parse(event)
+            && !copies.contains(update.message_id.as_ref())
+        {
             messages.apply(update, event.session_id.as_deref());
         }
     }
     messages.into_turns()
+}
+
+/// The runtime's ids of the messages stasis sent into it, as its records
+/// name them: an inbox message delivered (the log holds the message itself,
+/// where it was posted), a new session's first prompt (the prior
+/// conversation and inbox messages the log holds already), a cut reply's
+/// continuation or resent question. Each would otherwise show twice.
+fn sent_by_stasis(events: &[Event]) -> HashSet<String> {
+    #[derive(Deserialize)]
+    struct Record {
+        message_id: Option<String>,
+    }
+    let mut ids = HashSet::new();
+    for event in events {
+        let named = matches!(
+            event.event_type.as_str(),
+            "stasis.inbox.delivered" | "stasis.resume.session_prompt" | "stasis.resume.cut_reply"
+        );
+        if named
+            && let Ok(Record {
+                message_id: Some(id),
+            }) = serde_json::from_str(&event.data)
+            && !id.is_empty()
+        {
+            ids.insert(id);
+        }
+    }
+    ids
 }
 
 /// The same log entry twice in a row (e.g. overlapping read pages): seqs

@@ -157,6 +157,10 @@ pub const MESSAGE_EVENT_TYPES: &[&str] = &[
     "message_part.updated",
     "message.completed",
     "assistant.completed",
+    // stasis's own records of what it sent into the runtime (see `assemble::sent_by_stasis`).
+    "stasis.inbox.delivered",
+    "stasis.resume.session_prompt",
+    "stasis.resume.cut_reply",
 ];
 
 pub use budget::{Budget, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_MAX_TOKENS, MAX_MAX_TURNS};

@@ -17,4 +17,5 @@ mod kilo_events;
 mod kilo_tools;
 mod message_lifecycle;
 mod parts;
+mod sent_by_stasis;
 mod which_events;
