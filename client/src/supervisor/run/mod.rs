@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::eviction::{self, Eviction};
 use super::home::{self, HomeEnv, Hydrated};
 use super::journal::Journal;
 use super::process::{self, Exit, Runtime};
@@ -17,14 +16,15 @@ use super::registry;
 use super::runtime_api::RuntimeApi;
 use super::start_limit::{StartLimit, Verdict};
 use super::status::{self, Status};
-use super::{Msg, OnReady, Outcome, ReadyRuntime, SuperviseOptions, Supervisor, millis};
+use super::{Msg, OnReady, Outcome, SuperviseOptions, Supervisor, millis};
 use crate::boot::kilo_db_path;
 use crate::error::{Error, Result};
 use crate::http::Client;
 use crate::http::credentials::token_file;
-use crate::ids::town_path;
 use crate::sidecar::{End, Log, Sidecar, SidecarOptions, StopHandle};
-use crate::town::{RegisteredAgent, TownState};
+
+mod ending;
+mod periodic;
 
 /// How often the loop looks at the turn deadline, the fence and the registry.
 const TICK: Duration = Duration::from_millis(250);
@@ -325,214 +325,6 @@ impl<'c> Loop<'c> {
             return None;
         };
         Some(Outcome::Failed(error))
-    }
-
-    /// The periodic checks: fencing, the turn deadline, the registry, the ready hook.
-    fn tick(&mut self, run: &mut Run) -> Result<()> {
-        if self.last_fence_check.elapsed() >= self.options.fence_check {
-            self.last_fence_check = Instant::now();
-            self.check_fence()?;
-        }
-        if let Some(deadline) = self.options.turn_deadline {
-            for (session, busy_for) in run.status.take_overdue(deadline, Instant::now()) {
-                let aborted = run.api.abort(&session);
-                let data = json!({ "session_id": session, "busy_ms": millis(busy_for),
-                                   "deadline_ms": millis(deadline), "aborted": aborted.is_ok(),
-                                   "error": aborted.err().map(|e| e.to_string()) });
-                self.journal
-                    .record("stasis.turn.aborted", Some(&session), data)?;
-            }
-        }
-        if let Some(session) = run.status.last_session() {
-            self.session = Some(session);
-        }
-        self.update_registry(run)?;
-        if !run.ready_called && run.stop.is_following() && run.status.is_connected() {
-            run.ready_called = true;
-            self.call_on_ready(run)?;
-        }
-        Ok(())
-    }
-
-    fn check_fence(&self) -> Result<()> {
-        let town = self.options.agent.town();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let state: TownState = self.client.get_json(&town_path(town)?, Some(deadline))?;
-        match state.current_container_id {
-            Some(current) if !current.is_empty() && current != self.options.container_id => {
-                Err(Error::Superseded {
-                    ours: self.options.container_id.clone(),
-                    current,
-                })
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn update_registry(&mut self, run: &mut Run) -> Result<()> {
-        let now = (self.session.clone(), run.runtime.port());
-        if self.registered.as_ref() == Some(&now) {
-            return Ok(());
-        }
-        let entry = RegisteredAgent {
-            agent_id: self.options.agent.agent().to_owned(),
-            rig_id: self.options.agent.rig().to_owned(),
-            role: self.options.role.clone(),
-            session_id: now.0.clone(),
-            port: now.1,
-        };
-        let town = self.options.agent.town();
-        match registry::record(
-            self.client,
-            town,
-            &self.options.container_id,
-            &self.options.root,
-            &entry,
-        ) {
-            Ok(()) => {
-                (self.log)(&format!(
-                    "registry: session {:?}, port {:?}",
-                    entry.session_id, entry.port
-                ));
-                self.registered = Some(now);
-                Ok(())
-            }
-            Err(e) if e.is_fenced() => Err(e),
-            Err(e) => {
-                (self.log)(&format!("could not record the agent in the registry: {e}"));
-                Ok(())
-            }
-        }
-    }
-
-    fn call_on_ready(&self, run: &Run) -> Result<()> {
-        let options = &self.options;
-        let ready = ReadyRuntime {
-            agent: options.agent.clone(),
-            role: options.role.clone(),
-            container_id: options.container_id.clone(),
-            url: run.runtime.url.clone(),
-            pid: run.runtime.pid,
-            attempt: run.id,
-            db: kilo_db_path(&options.root, options.agent.agent()),
-            dispatch: options.dispatch.clone(),
-            client: self.client.clone(),
-            alive: Arc::clone(&run.alive),
-            log: Arc::clone(&self.log),
-        };
-        let hook = Arc::clone(&self.on_ready);
-        spawn("on-ready", move || {
-            if let Err(e) = hook(&ready) {
-                (ready.log)(&format!("the resume step failed: {e}"));
-            }
-        })
-    }
-
-    /// After a crash: the sidecar flushes what it holds (the exit event queued last) and ends.
-    fn wind_down(&mut self, run: &mut Run) {
-        run.alive.store(false, Ordering::SeqCst);
-        // The group may outlive its leader.
-        run.runtime.kill();
-        if run.sidecar_done.is_none() {
-            run.stop.stop_within(CRASH_FLUSH);
-            let deadline = Instant::now() + CRASH_FLUSH + Duration::from_secs(5);
-            self.await_sidecar(run, deadline);
-        }
-        self.journal.route_through(None);
-    }
-
-    /// Waits for the run's sidecar to end (other messages are dropped: the run is over).
-    fn await_sidecar(&mut self, run: &mut Run, deadline: Instant) {
-        while run.sidecar_done.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.inbox.recv_timeout(left) {
-                Ok(Msg::SidecarEnded { run: id, report }) if id == run.id => {
-                    run.sidecar_done = Some(report);
-                }
-                Ok(Msg::Signal(_)) => self.signals += 1,
-                Ok(_) => {}
-                Err(_) => return,
-            }
-        }
-    }
-
-    /// A pause before a restart; a signal meanwhile ends the supervisor (nothing runs to evict).
-    fn pause(&mut self, delay: Duration) -> Option<Outcome> {
-        let deadline = Instant::now() + delay;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            match self.inbox.recv_timeout(left) {
-                Ok(Msg::Signal(name)) => {
-                    (self.log)(&format!("{name} received while no runtime runs: exiting"));
-                    let _ = crate::town::evict(
-                        self.client,
-                        self.options.agent.town(),
-                        &self.options.container_id,
-                        "sigterm",
-                        Some(Instant::now() + Duration::from_secs(10)),
-                    );
-                    return Some(Outcome::Evicted);
-                }
-                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return None,
-            }
-        }
-    }
-
-    /// Fenced: the runtime dies at once; nothing more is written.
-    fn fenced(&self, run: &Run, error: Error) -> Outcome {
-        run.alive.store(false, Ordering::SeqCst);
-        run.runtime.kill();
-        run.stop.stop_within(Duration::ZERO);
-        // Reaped before the supervisor exits, so that no zombie outlives it.
-        run.runtime.wait_gone(Duration::from_secs(5));
-        (self.log)(&format!(
-            "fenced: {error}; killed the runtime (pid {})",
-            run.runtime.pid
-        ));
-        Outcome::Fenced(error)
-    }
-
-    fn evict(&mut self, run: &mut Run) -> Outcome {
-        let eviction = Eviction {
-            options: &self.options,
-            client: self.client,
-            journal: &self.journal,
-            runtime: &run.runtime,
-            api: &run.api,
-            status: &run.status,
-            session: self.session.clone(),
-            log: &self.log,
-        };
-        let (inbox, sender) = (&self.inbox, self.sender.clone());
-        // Anything but a signal goes back in the queue, for after the phases.
-        let mut second_signal = || match inbox.try_recv() {
-            Ok(Msg::Signal(_)) => true,
-            Ok(other) => {
-                let _ = sender.send(other);
-                false
-            }
-            Err(_) => false,
-        };
-        let phases = eviction::run(&eviction, &mut second_signal);
-        let deadline = phases.deadline;
-        if let Some(error) = phases.fenced {
-            return self.fenced(run, error);
-        }
-        run.alive.store(false, Ordering::SeqCst);
-        let left = deadline.saturating_duration_since(Instant::now());
-        run.stop.stop_within(left.max(Duration::from_secs(1)));
-        self.await_sidecar(run, deadline + Duration::from_secs(5));
-        match run.sidecar_done.take().map(|report| report.end) {
-            Some(End::Stopped) => Outcome::Evicted,
-            Some(End::OverBudget(what)) => Outcome::OverBudget(what),
-            Some(End::Failed(error)) if error.is_fenced() => Outcome::Fenced(error),
-            Some(End::Failed(error)) => Outcome::Failed(error),
-            None => Outcome::OverBudget("the sidecar did not end within the budget".into()),
-        }
     }
 }
 
