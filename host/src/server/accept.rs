@@ -44,7 +44,7 @@ pub async fn accept_until(
     let mut crowding = Crowding::default();
     let mut shutdown = std::pin::pin!(shutdown);
     let mut log_tick = tokio::time::interval(LOG_EVERY);
-    loop {
+    'accepting: loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
@@ -68,8 +68,20 @@ pub async fn accept_until(
             }
         };
         failures.recovered();
-        let clock = Clock::start();
-        let place = match site.capacity.admit(&clock) {
+        // Until the connection to take is old enough (the next ones wait in
+        // the listen queue meanwhile). The clock starts when a place is
+        // given, so that the wait does not count toward its own age.
+        let (clock, admission) = loop {
+            let clock = Clock::start();
+            match site.capacity.admit(&clock) {
+                Admission::Wait(wait) => tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = &mut shutdown => break 'accepting,
+                },
+                admission => break (clock, admission),
+            }
+        };
+        let place = match admission {
             Admission::Admitted(place) => place,
             Admission::Replaced(place) => {
                 crowding.replaced(&site);
@@ -80,7 +92,7 @@ pub async fn accept_until(
                 tokio::task::yield_now().await;
                 continue;
             }
-            Admission::Full => {
+            Admission::Full | Admission::Wait(_) => {
                 crowding.refused(&site);
                 if let Ok(slot) = Arc::clone(&refusals).try_acquire_owned() {
                     tokio::spawn(connection::refuse(stream, Arc::clone(&site), slot));

@@ -8,17 +8,27 @@
 //! closed. Only when every connection has had a whole request head is the
 //! new one answered 503.
 //!
+//! A connection is taken only once it has been open [`MIN_AGE`]: a client
+//! that sent its head at once may not have been read yet on a busy machine,
+//! and a flood reconnecting as fast as it is closed would otherwise make
+//! every fresh connection the oldest within milliseconds. A new connection
+//! waits for that instead (and the flood's wait in the listen queue).
+//!
 //! A request that becomes a live tail gives its connection's place back
 //! and holds a tail's place instead (its response closes the connection
 //! at its end), so tails left open never crowd out requests, and requests
 //! never crowd out tails.
 
 use super::clock::Clock;
+use std::time::Duration;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// How long a connection is open before a new one may take its place.
+pub const MIN_AGE: Duration = Duration::from_millis(250);
 
 /// The places of one server.
 pub struct Capacity {
@@ -41,6 +51,9 @@ pub enum Admission {
     Replaced(Place),
     /// Every place holds a connection with a request under way.
     Full,
+    /// The connection to take is younger than [`MIN_AGE`]: ask again after
+    /// this long.
+    Wait(Duration),
 }
 
 impl Capacity {
@@ -67,9 +80,15 @@ impl Capacity {
                     let (head_started, started) = clock.waiting_for_first_head()?;
                     Some(((head_started, started), *id))
                 })
-                .min()
-                .map(|(_, id)| id);
-            let Some(evicted) = oldest.and_then(|id| registry.open.remove(&id)) else {
+                .min();
+            let Some(((_, started), id)) = oldest else {
+                return Admission::Full;
+            };
+            let age = started.elapsed();
+            if age < MIN_AGE {
+                return Admission::Wait(MIN_AGE - age);
+            }
+            let Some(evicted) = registry.open.remove(&id) else {
                 return Admission::Full;
             };
             // Its head cannot have arrived meanwhile: a clock's head state
@@ -138,7 +157,7 @@ mod tests {
     fn admitted(admission: Admission) -> Option<Place> {
         match admission {
             Admission::Admitted(place) | Admission::Replaced(place) => Some(place),
-            Admission::Full => None,
+            Admission::Full | Admission::Wait(_) => None,
         }
     }
 
@@ -149,6 +168,13 @@ mod tests {
         let _a = admitted(capacity.admit(&first));
         let _b = admitted(capacity.admit(&second));
         let _served = second.begin();
+        let young = capacity.admit(&third);
+        assert!(
+            matches!(young, Admission::Wait(wait) if wait <= MIN_AGE),
+            "the first is too young to be taken"
+        );
+        assert!(first.waiting_for_first_head().is_some(), "and still open");
+        std::thread::sleep(MIN_AGE);
         let replaced = capacity.admit(&third);
         assert!(matches!(replaced, Admission::Replaced(_)));
         assert_eq!(
