@@ -54,6 +54,8 @@ pub struct Campaign {
     pub time_limit: Duration,
     /// The seed of kill moments, batch sizes and snapshot bodies.
     pub seed: u64,
+    /// How long the load runs before the kill, in ms (drawn per trial).
+    pub kill_after_ms: std::ops::RangeInclusive<u64>,
     /// Print a line per trial on stderr.
     pub verbose: bool,
 }
@@ -143,7 +145,7 @@ impl Campaign {
             .map(|a| format!("/api/towns/{town}/rigs/r/agents/a{a}/events"))
             .collect();
         let snapshot = format!("/api/towns/{town}/rigs/r/agents/mayor/db-snapshot");
-        let kill_after = Duration::from_millis(rng.u64(200..=1_500));
+        let kill_after = Duration::from_millis(rng.u64(self.kill_after_ms.clone()));
         let (appends, pushes, reads) =
             load_until_killed(config, durability, &paths, &snapshot, kill_after, rng)?;
         let host = Host::start(config, durability)?;

@@ -53,6 +53,7 @@ fn main() -> ExitCode {
         trials: args.trials,
         time_limit: Duration::from_secs(args.time_limit_secs),
         seed: args.seed,
+        kill_after_ms: 200..=1_500,
         verbose: !args.quiet,
     };
     let totals = match campaign.run() {

@@ -3,26 +3,20 @@
 use super::container::Entrypoint;
 use super::log::{data, get_json, last_seq, number, poll, supervisor_events};
 use super::revival::{self, Killed};
+use super::waits::{alive, empty_root, gone_soon, wait_started};
 use super::{
     MAYOR, NUDGE_START, POLECAT, PROMPT_BACK, PROMPT_FIX, PROMPT_PLAN, PROMPT_STALL, REPLY_PLAN,
     RIG, Stage, SupervisionReport, TURN_DEADLINE,
 };
 use crate::{EventStream, KiloApi};
 use anyhow::{Context, Result, bail, ensure};
-use rustix::process::{Pid, Signal, kill_process_group, test_kill_process};
+use rustix::process::{Pid, Signal, kill_process_group};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// How long a start, a turn, or a log write may take on a busy machine.
 const WITHIN: Duration = Duration::from_secs(150);
-
-/// A runtime start its supervisor recorded.
-pub(super) struct Started {
-    pub(super) pid: i32,
-    pub(super) url: String,
-    pub(super) ready: Duration,
-}
 
 pub(super) fn play(stage: &Stage<'_>, report: &mut SupervisionReport) -> Result<()> {
     let remote = prepare_polecat_worktree(stage)?;
@@ -47,13 +41,6 @@ pub(super) fn play(stage: &Stage<'_>, report: &mut SupervisionReport) -> Result<
     }
     let killed = revival::act_killed(stage, &sessions.mayor)?;
     act_fenced(stage, &killed, report)
-}
-
-/// The containers' `/tmp`, emptied: the next container starts on an empty folder.
-pub(super) fn empty_root(stage: &Stage<'_>) -> Result<()> {
-    std::fs::remove_dir_all(&stage.root)?;
-    std::fs::create_dir_all(&stage.root)?;
-    Ok(())
 }
 
 /// The agents' sessions and their live kilos.
@@ -284,67 +271,6 @@ fn act_fenced(stage: &Stage<'_>, killed: &Killed, report: &mut SupervisionReport
         Ok(())
     })();
     result.map_err(|e| a2.with_output(&e))
-}
-
-/// Waits for a `stasis.runtime.started` after `after` whose sidecar follows (its resync event
-/// came after it): the last such start. A start that failed meanwhile (a busy machine) is
-/// retried by the supervisor; any attempt that made it counts.
-pub(super) fn wait_started(
-    stage: &Stage<'_>,
-    container: &mut Entrypoint,
-    agent: &str,
-    after: u64,
-) -> Result<Started> {
-    let path = stage.agent_path(agent);
-    let what = format!("{agent}'s runtime started after seq {after}, followed by its sidecar");
-    poll(
-        &what,
-        WITHIN,
-        || alive(container),
-        || {
-            let events = stage.api.events_after(&path, after)?;
-            let Some(index) = events
-                .iter()
-                .rposition(|e| e.kind == "stasis.runtime.started")
-            else {
-                return Ok(None);
-            };
-            let following = events[index..]
-                .iter()
-                .any(|e| e.kind == "stasis.sidecar.resync");
-            let started = &events[index];
-            let pid = number(started, "/pid").and_then(|p| i32::try_from(p).ok());
-            let url = started.text_at("/url");
-            Ok(match (following, pid, url) {
-                (true, Some(pid), Some(url)) => Some(Started {
-                    pid,
-                    url,
-                    ready: Duration::from_millis(number(started, "/ready_ms").unwrap_or(0)),
-                }),
-                _ => None,
-            })
-        },
-    )
-}
-
-/// Whether `pid` is gone within 15 s (a SIGKILLed kilo takes a moment to be torn down and
-/// reaped on a busy machine).
-pub(super) fn gone_soon(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let gone = Pid::from_raw(pid).is_none_or(|pid| test_kill_process(pid).is_err());
-        if gone || Instant::now() >= deadline {
-            return gone;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-pub(super) fn alive(container: &mut Entrypoint) -> Result<()> {
-    match container.try_exit()? {
-        Some(status) => bail!("the container exited ({status})"),
-        None => Ok(()),
-    }
 }
 
 /// One prompt to its end.

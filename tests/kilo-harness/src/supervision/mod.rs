@@ -25,6 +25,7 @@ mod acts;
 mod container;
 pub mod log;
 mod revival;
+mod waits;
 
 use crate::story::StasisApi;
 use crate::{FakeModel, Reply, Script};

@@ -2,9 +2,9 @@
 //! agents back by itself: the cut reply finished with one continuation carrying the text
 //! stasis holds, and the Mayor message posted while no container lived delivered once.
 
-use super::acts::{Started, alive, wait_started};
 use super::container::Entrypoint;
 use super::log::{last_seq, poll};
+use super::waits::{self, Started, alive, wait_started};
 use super::{MAYOR, PROMPT_LONG, RIG, Stage, SupervisionReport};
 use crate::story::checks::{self, CutReply};
 use crate::story::resume::{CONTINUATION_MARK, GAP_NOTE, REPLY_CONTINUED, REPLY_GAP};
@@ -29,7 +29,7 @@ pub(super) struct Killed {
 /// message.
 pub(super) fn act_killed(stage: &Stage<'_>, mayor_session: &str) -> Result<Killed> {
     stage.say("4. Container K on an empty folder: up brings both back, then K is killed whole");
-    super::acts::empty_root(stage)?;
+    waits::empty_root(stage)?;
     let marks = [
         last_seq(&stage.api, &stage.agent_path(MAYOR))?,
         last_seq(&stage.api, &stage.agent_path(super::POLECAT))?,
@@ -81,7 +81,7 @@ fn kill_whole(container: &mut Entrypoint, kilos: &[&Started]) -> Result<()> {
     ensure!(!status.success(), "K's up was killed, yet exited {status}");
     for kilo in kilos {
         ensure!(
-            super::acts::gone_soon(kilo.pid),
+            waits::gone_soon(kilo.pid),
             "K's kilo (pid {}) outlived the kill",
             kilo.pid
         );
