@@ -24,6 +24,9 @@ use crate::ids::AgentRef;
 use crate::snapshot::{self, ChunkCache, PullOptions, PullOutcome, PulledSnapshot};
 use crate::town::{self, RegisteredAgent};
 
+/// How many agents' kilo.db are pulled at once (each pull fetches its chunks in parallel too).
+const PARALLEL_HYDRATIONS: usize = 4;
+
 /// An agent's home: `{root}/agent-home-{agent}` (its `KILO_TEST_HOME`).
 pub fn agent_home(root: &Path, agent_id: &str) -> PathBuf {
     root.join(format!("agent-home-{agent_id}"))
@@ -168,27 +171,56 @@ pub fn boot(
             .is_some_and(|id| id != options.container_id);
     let mut seen: HashMap<String, String> = HashMap::new();
     let mut agents = Vec::with_capacity(registry.agents.len());
-    for agent in registry.agents {
-        let path = kilo_db_path(&options.root, &agent.agent_id);
-        let result = match seen.insert(agent.agent_id.clone(), agent.rig_id.clone()) {
-            Some(other_rig) => Hydration::Failed(Error::Protocol {
-                what: "the container registry".into(),
-                detail: format!(
-                    "agent {} is registered in rigs {other_rig} and {}; both would use {}",
-                    agent.agent_id,
-                    agent.rig_id,
-                    path.display()
-                ),
-            }),
-            None => hydrate(client, town, &agent, &path, options),
-        };
-        let outcome = AgentOutcome {
-            agent,
-            path,
-            result,
-        };
-        on_agent(&outcome);
-        agents.push(outcome);
+    // Several agents at a time: each agent's runtime waits for its own kilo.db only. One at a
+    // time with progress bars, which would draw over each other.
+    let width = if options.progress {
+        1
+    } else {
+        PARALLEL_HYDRATIONS
+    };
+    for group in registry.agents.chunks(width) {
+        let results: Vec<Hydration> = std::thread::scope(|scope| {
+            let running: Vec<_> = group
+                .iter()
+                .map(|agent| {
+                    let path = kilo_db_path(&options.root, &agent.agent_id);
+                    let duplicate = seen.insert(agent.agent_id.clone(), agent.rig_id.clone());
+                    match duplicate {
+                        Some(other_rig) => Err(Hydration::Failed(Error::Protocol {
+                            what: "the container registry".into(),
+                            detail: format!(
+                                "agent {} is registered in rigs {other_rig} and {}; both would \
+                                 use {}",
+                                agent.agent_id,
+                                agent.rig_id,
+                                path.display()
+                            ),
+                        })),
+                        None => {
+                            Ok(scope.spawn(move || hydrate(client, town, agent, &path, options)))
+                        }
+                    }
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|started| match started {
+                    Ok(handle) => handle.join().unwrap_or_else(|_| {
+                        Hydration::Failed(Error::Config("a hydration thread panicked".into()))
+                    }),
+                    Err(refused) => refused,
+                })
+                .collect()
+        });
+        for (agent, result) in group.iter().zip(results) {
+            let outcome = AgentOutcome {
+                path: kilo_db_path(&options.root, &agent.agent_id),
+                agent: agent.clone(),
+                result,
+            };
+            on_agent(&outcome);
+            agents.push(outcome);
+        }
     }
     let (requested_dispatches, not_needed) = if ran_elsewhere {
         request_missing_dispatches(

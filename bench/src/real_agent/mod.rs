@@ -22,6 +22,7 @@ mod fake_kilo;
 #[path = "../../../host/tests/client_end_to_end/sidecar/measure.rs"]
 mod measure;
 
+mod bare_kilo;
 mod baseline;
 mod forwarding;
 mod recovery;

@@ -3,9 +3,9 @@
 //! served again; a container killed whole mid-reply and the next one's `stasis-client up`
 //! finishing the cut reply) and the resume story (`stasis_kilo_harness::story::resume`:
 //! Mayor messages posted into a running kilo by `follow_inbox`). Every figure comes with
-//! kilo's own start measured in the same round.
+//! kilo's own figure measured in the same round: kilo alone, restarted by hand ([`bare_kilo`]).
 
-use super::Stasis;
+use super::{Stasis, bare_kilo};
 use crate::stats::Latency;
 use anyhow::{Context, Result};
 use stasis_kilo_harness::story::{StoryOptions, client_bin, resume};
@@ -18,17 +18,19 @@ use std::time::Duration;
 pub struct Supervised {
     /// kill -9 of a supervised kilo to its session served again.
     pub crash_to_served: Latency,
-    /// Of that: what is neither kilo's own start nor the restart delay (stasis's share).
+    /// Of that: what kilo alone, restarted by hand, does not take (stasis's share).
     pub share: Latency,
-    /// kilo's own start in that restart (spawn to its listening line).
-    pub kilo_restart: Latency,
+    /// kilo alone, restarted by hand after a SIGKILL: spawn to the session served.
+    pub bare_restart: Latency,
     /// The next container's `up` to the continuation of the cut reply reaching the model.
     pub to_continuation: Latency,
-    /// kilo's own start in that container.
-    pub kilo_revived: Latency,
+    /// kilo alone: spawn to a prompt (sent as soon as it is healthy) at the model.
+    pub bare_to_model: Latency,
+    /// Of `to_continuation`: what `bare_to_model` does not take.
+    pub continuation_over: Latency,
     /// A Mayor message posted to delivered into the running kilo.
     pub inbox: Latency,
-    /// kilo's own start on the resume story's container B.
+    /// kilo's own start on the resume story's container B (spawn to listening).
     pub kilo_resume: Latency,
 }
 
@@ -36,8 +38,10 @@ pub struct Supervised {
 pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Result<Supervised> {
     let client = client_bin()?;
     let kilo = stasis_kilo_harness::kilo_bin()?;
-    let mut samples: [Vec<Duration>; 7] = Default::default();
+    let mut samples: [Vec<Duration>; 8] = Default::default();
     for round in 0..rounds {
+        eprintln!("  round {}: kilo alone, restarted by hand", round + 1);
+        let bare = bare_kilo::measure(&dir.join(format!("bare-{round}")))?;
         eprintln!("  round {}: the supervision story", round + 1);
         let options = SupervisionOptions {
             url: stasis.url.clone(),
@@ -50,11 +54,16 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
         samples[1].push(
             report
                 .crash_to_served
-                .saturating_sub(report.kilo_start + report.restart_delay),
+                .saturating_sub(bare.restart_to_served),
         );
-        samples[2].push(report.kilo_start);
+        samples[2].push(bare.restart_to_served);
         samples[3].push(report.revived_to_continuation);
-        samples[4].push(report.revived_kilo_start);
+        samples[4].push(bare.start_to_model);
+        samples[5].push(
+            report
+                .revived_to_continuation
+                .saturating_sub(bare.start_to_model),
+        );
         eprintln!("  round {}: the resume story", round + 1);
         let work = dir.join(format!("resume-{round}"));
         std::fs::create_dir_all(&work)?;
@@ -66,24 +75,26 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
             work: Some(work),
         };
         let report = resume::play(&options, &|_| {})?;
-        samples[5].extend(report.latencies.total.iter().copied());
-        samples[6].push(report.kilo_start_b);
+        samples[6].extend(report.latencies.total.iter().copied());
+        samples[7].push(report.kilo_start_b);
     }
     let [
         crash,
         share,
-        restart,
+        bare_restart,
         continuation,
-        revived,
+        bare_to_model,
+        continuation_over,
         inbox,
         resume_start,
     ] = samples.map(|s| Latency::of(s).context("no rounds"));
     Ok(Supervised {
         crash_to_served: crash?,
         share: share?,
-        kilo_restart: restart?,
+        bare_restart: bare_restart?,
         to_continuation: continuation?,
-        kilo_revived: revived?,
+        bare_to_model: bare_to_model?,
+        continuation_over: continuation_over?,
         inbox: inbox?,
         kilo_resume: resume_start?,
     })

@@ -2,7 +2,10 @@
 
 use serde::Serialize;
 use stasis_client::Error;
+use stasis_client::sidecar::Log;
 use std::io::Write;
+use std::sync::Arc;
+use std::time::SystemTime;
 
 /// Where the CLI writes: results on stdout, reports on stderr (unless quiet).
 pub struct Output {
@@ -15,6 +18,18 @@ impl Output {
         if !self.quiet {
             eprintln!("{line}");
         }
+    }
+
+    /// A log for a long-running command: each line on stderr after the UTC time (to the
+    /// millisecond, so a container's log tells how long each step took) and `prefix`.
+    pub fn log(&self, prefix: String) -> Log {
+        let quiet = self.quiet;
+        Arc::new(move |line| {
+            if !quiet {
+                let now = humantime::format_rfc3339_millis(SystemTime::now());
+                eprintln!("{now} {prefix} {line}");
+            }
+        })
     }
 
     pub fn result(&self, value: &impl Serialize) -> Result<(), Error> {

@@ -38,13 +38,7 @@ fn options_from(args: SidecarArgs) -> Result<SidecarOptions, Error> {
 
 pub fn sidecar(client: &Client, out: &Output, args: SidecarArgs) -> Result<u8, Error> {
     let options = options_from(args)?;
-    let prefix = format!("sidecar {}:", options.agent);
-    let quiet = out.quiet;
-    let log: Log = Arc::new(move |line| {
-        if !quiet {
-            eprintln!("{prefix} {line}");
-        }
-    });
+    let log = out.log(format!("sidecar {}:", options.agent));
     let sidecar = Sidecar::new(options, Arc::clone(&log));
     stop_on_signals(sidecar.stop_handle(), log)?;
     let report = sidecar.run(client);

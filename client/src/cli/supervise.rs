@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use stasis_client::resume::{self, CutReplyMode, DispatchPrompt, ResumeOptions};
-use stasis_client::sidecar::Log;
 use stasis_client::supervisor::up::{self, UpOptions};
 use stasis_client::supervisor::{
     OnReady, Outcome, ReadyRuntime, SignalHandle, SuperviseOptions, Supervisor,
@@ -53,15 +52,6 @@ fn resume_step(cut_reply: CutReplyMode) -> OnReady {
     })
 }
 
-fn log_for(out: &Output, prefix: String) -> Log {
-    let quiet = out.quiet;
-    Arc::new(move |line| {
-        if !quiet {
-            eprintln!("{prefix} {line}");
-        }
-    })
-}
-
 pub fn supervise(client: &Client, out: &Output, args: SuperviseArgs) -> Result<u8, Error> {
     let agent = AgentRef::new(&args.town, &args.rig, &args.agent)?;
     let mut options =
@@ -69,7 +59,7 @@ pub fn supervise(client: &Client, out: &Output, args: SuperviseArgs) -> Result<u
     options.workdir = args.workdir;
     options.dispatch = args.dispatch;
     args.tuning.apply(&mut options).map_err(Error::Config)?;
-    let log = log_for(out, format!("supervisor {}:", options.agent));
+    let log = out.log(format!("supervisor {}:", options.agent));
     let supervisor = Supervisor::new(
         options,
         resume_step(args.tuning.cut_reply.mode()),
@@ -129,7 +119,7 @@ pub fn up(client: &Client, out: &Output, args: UpArgs) -> Result<u8, Error> {
         command: args.command,
         exe,
     };
-    let log = log_for(out, "up:".into());
+    let log = out.log("up:".into());
     up::up(client, &options, &log)
 }
 

@@ -17,7 +17,8 @@ pub struct Tuning {
     /// How long the runtime may take to print its `listening on http://...` line.
     #[arg(long, default_value = "60s", value_parser = parse_budget)]
     pub start_timeout: Duration,
-    /// The delay before the first restart after a crash; it doubles for each crash in a row.
+    /// The delay before the second restart in a row (the first is immediate); it doubles for
+    /// each crash in a row after that.
     #[arg(long, default_value = "500ms", value_parser = parse_budget)]
     pub restart_delay: Duration,
     /// The longest delay between restarts.

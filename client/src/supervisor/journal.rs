@@ -1,8 +1,8 @@
 //! The supervisor's own events in the agent's log (`stasis.runtime.*`, `stasis.turn.aborted`,
 //! `stasis.eviction.*`). While a sidecar runs they go through it ([`Injector`]): exactly once, in
 //! order with the runtime's events, and under the watermark of the snapshot that follows. Between
-//! two sidecars (a crash, a give-up) they are posted directly, stamped with a producer of their
-//! own so that a retried post is stored once.
+//! two sidecars (a crash, a give-up, a start before its sidecar) they are posted directly, stamped
+//! with a producer of their own so that a retried post is stored once.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};

@@ -59,17 +59,24 @@ pub(crate) struct Runtime {
     gone: Arc<AtomicBool>,
 }
 
-/// Starts `command` in `workdir` with `env` over the supervisor's environment, in a process group
-/// of its own (a terminal's Ctrl-C reaches the supervisor only, which decides). Waits at most
-/// `timeout` for the listening line; `on_exit` gets its exit, whenever it comes.
-pub(crate) fn start(
+/// A runtime spawned whose listening line has not been read yet.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    runtime: Runtime,
+    program: String,
+    url: mpsc::Receiver<String>,
+}
+
+/// Spawns `command` in `workdir` with `env` over the supervisor's environment, in a process group
+/// of its own (a terminal's Ctrl-C reaches the supervisor only, which decides); `on_exit` gets
+/// its exit, whenever it comes.
+pub(crate) fn spawn(
     command: &[String],
     env: &HomeEnv,
     workdir: &Path,
-    timeout: Duration,
     log: &Log,
     on_exit: impl FnOnce(Exit) + Send + 'static,
-) -> Result<Runtime> {
+) -> Result<Spawned> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| Error::Config("no runtime command given (after --)".into()))?;
@@ -121,24 +128,51 @@ pub(crate) fn start(
         started,
         gone,
     };
-    // A copier sends the URL, or drops its sender at the end of its stream: both ended first
-    // means the runtime died before listening. No health poll, nothing to hang on.
-    match url.recv_timeout(timeout) {
-        Ok(url) => Ok(Runtime { url, ..runtime }),
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            runtime.kill();
-            Err(Error::Runtime {
-                what: format!("starting {program}"),
-                detail: format!("it printed no listening URL within {timeout:?}"),
-            })
+    Ok(Spawned {
+        runtime,
+        program: program.clone(),
+        url,
+    })
+}
+
+impl Spawned {
+    /// Waits for its listening line until `timeout` after its spawn; kills it when none comes.
+    pub(crate) fn listening(self, timeout: Duration) -> Result<Runtime> {
+        let Spawned {
+            runtime,
+            program,
+            url,
+        } = self;
+        let left = timeout.saturating_sub(runtime.started.elapsed());
+        // A copier sends the URL, or drops its sender at the end of its stream: both ended first
+        // means the runtime died before listening. No health poll, nothing to hang on.
+        match url.recv_timeout(left) {
+            Ok(url) => Ok(Runtime { url, ..runtime }),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                runtime.kill();
+                Err(Error::Runtime {
+                    what: format!("starting {program}"),
+                    detail: format!("it printed no listening URL within {timeout:?}"),
+                })
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                runtime.kill();
+                Err(Error::Runtime {
+                    what: format!("starting {program}"),
+                    detail: "it closed its output before printing a listening URL".into(),
+                })
+            }
         }
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            runtime.kill();
-            Err(Error::Runtime {
-                what: format!("starting {program}"),
-                detail: "it closed its output before printing a listening URL".into(),
-            })
-        }
+    }
+
+    /// When it was spawned.
+    pub(crate) fn started(&self) -> Instant {
+        self.runtime.started
+    }
+
+    /// SIGKILL to its whole group (a start abandoned).
+    pub(crate) fn kill(&self) {
+        self.runtime.kill();
     }
 }
 
@@ -251,16 +285,16 @@ mod tests {
         let log: Log = Arc::new(|_| {});
         let (exited, exit) = mpsc::channel();
         let started = Instant::now();
-        let result = start(
+        let result = spawn(
             &["sh".into(), "-c".into(), "echo starting; exit 3".into()],
             &env,
             dir.path(),
-            Duration::from_secs(30),
             &log,
             move |e| {
                 let _ = exited.send(e);
             },
-        );
+        )
+        .and_then(|spawned| spawned.listening(Duration::from_secs(30)));
         assert!(matches!(result, Err(Error::Runtime { .. })), "{result:?}");
         assert!(started.elapsed() < Duration::from_secs(10));
         let exit = exit
@@ -282,14 +316,14 @@ mod tests {
         });
         let script = "echo \"home=$HOME xdg=$XDG_DATA_HOME\"; \
                       echo 'listening on http://127.0.0.1:9'; sleep 30";
-        let runtime = start(
+        let runtime = spawn(
             &["sh".into(), "-c".into(), script.into()],
             &env,
             dir.path(),
-            Duration::from_secs(30),
             &log,
             |_| {},
         )
+        .and_then(|spawned| spawned.listening(Duration::from_secs(30)))
         .expect("started");
         assert_eq!(runtime.url, "http://127.0.0.1:9");
         assert_eq!(runtime.port(), Some(9));

@@ -1,5 +1,7 @@
-//! When a crashed runtime starts again, and when the supervisor stops trying: a delay that
-//! doubles from `initial` to `max` (reset once a run lived `healthy_after`), and systemd's
+//! When a crashed runtime starts again, and when the supervisor stops trying: at once after the
+//! first crash in a row (a run that crashed once is most likely to start cleanly, and each
+//! second of delay is a second the agent is gone), then after a delay that doubles from
+//! `initial` to `max` (the count resets once a run lived `healthy_after`), and systemd's
 //! `StartLimitBurst`/`StartLimitIntervalSec`: more than `burst` crashes within `interval` is
 //! a crash loop, and the supervisor gives up.
 
@@ -9,7 +11,7 @@ use std::time::{Duration, Instant};
 /// The restart policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RestartPolicy {
-    /// The delay before the first restart.
+    /// The delay before the second restart in a row (the first is immediate).
     pub initial: Duration,
     /// The longest delay.
     pub max: Duration,
@@ -22,7 +24,7 @@ pub struct RestartPolicy {
 }
 
 impl Default for RestartPolicy {
-    /// 0.5 s doubling to 30 s, healthy after 60 s, give up after 5 crashes within 120 s
+    /// At once, then 0.5 s doubling to 30 s, healthy after 60 s, give up after 5 crashes within 120 s
     /// (systemd's own defaults are 5 starts in 10 s, too short for a runtime that takes seconds to
     /// start).
     fn default() -> Self {
@@ -93,11 +95,14 @@ impl StartLimit {
                 within: self.policy.interval,
             };
         }
-        let delay = self
-            .policy
-            .initial
-            .saturating_mul(1u32.checked_shl(self.in_a_row).unwrap_or(u32::MAX))
-            .min(self.policy.max);
+        let delay = match self.in_a_row.checked_sub(1) {
+            None => Duration::ZERO,
+            Some(doublings) => self
+                .policy
+                .initial
+                .saturating_mul(1u32.checked_shl(doublings).unwrap_or(u32::MAX))
+                .min(self.policy.max),
+        };
         self.in_a_row = self.in_a_row.saturating_add(1);
         Verdict::Restart {
             delay,
@@ -128,7 +133,7 @@ mod tests {
     }
 
     #[test]
-    fn the_delay_doubles_from_half_a_second_up_to_its_cap() {
+    fn the_first_restart_is_immediate_then_the_delay_doubles_from_half_a_second_to_its_cap() {
         let mut limit = StartLimit::new(policy());
         let t0 = Instant::now();
         let delays: Vec<Option<Duration>> = (0..10u64)
@@ -141,9 +146,7 @@ mod tests {
         let ms: Vec<u128> = delays.iter().flatten().map(Duration::as_millis).collect();
         assert_eq!(
             ms,
-            [
-                500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000, 30000
-            ]
+            [0, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
         );
     }
 
@@ -160,7 +163,7 @@ mod tests {
         assert_eq!(
             verdict,
             Verdict::Restart {
-                delay: Duration::from_millis(500),
+                delay: Duration::ZERO,
                 attempt: 1
             }
         );

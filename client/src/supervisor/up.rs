@@ -81,6 +81,10 @@ pub fn up(client: &Client, options: &UpOptions, log: &Log) -> Result<u8> {
             "could not become a child subreaper ({e}): orphans go to PID 1"
         ));
     }
+    log(&format!(
+        "container {} of town {}: heartbeat, then every agent's kilo.db",
+        options.container_id, options.town
+    ));
     let children = Children::default();
     forward_signals(children.clone(), Arc::clone(log))?;
     let boot_options = BootOptions {

@@ -50,20 +50,25 @@ impl Loop<'_> {
             }
             match self.inbox.recv_timeout(left) {
                 Ok(Msg::Signal(name)) => {
-                    (self.log)(&format!("{name} received while no runtime runs: exiting"));
-                    let _ = crate::town::evict(
-                        self.client,
-                        self.options.agent.town(),
-                        &self.options.container_id,
-                        "sigterm",
-                        Some(Instant::now() + Duration::from_secs(10)),
-                    );
-                    return Some(Outcome::Evicted);
+                    return Some(self.evicted_while_down(&format!("{name} received")));
                 }
                 Ok(_) | Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return None,
             }
         }
+    }
+
+    /// A signal while no runtime runs: the eviction notice, and nothing else to do.
+    pub(super) fn evicted_while_down(&self, why: &str) -> Outcome {
+        (self.log)(&format!("{why} while no runtime runs: exiting"));
+        let _ = crate::town::evict(
+            self.client,
+            self.options.agent.town(),
+            &self.options.container_id,
+            "sigterm",
+            Some(Instant::now() + Duration::from_secs(10)),
+        );
+        Outcome::Evicted
     }
 
     /// Fenced: the runtime dies at once; nothing more is written.

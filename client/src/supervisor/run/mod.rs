@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::home::{self, HomeEnv, Hydrated};
 use super::journal::Journal;
-use super::process::{self, Exit, Runtime};
+use super::process::{self, Exit, Runtime, Spawned};
 use super::registry;
 use super::runtime_api::RuntimeApi;
 use super::start_limit::{StartLimit, Verdict};
@@ -58,6 +58,8 @@ pub(super) struct Loop<'c> {
     registered: Option<(Option<String>, Option<u16>)>,
     last_fence_check: Instant,
     signals: u32,
+    /// When the last runtime was spawned.
+    last_spawn: Instant,
 }
 
 impl<'c> Loop<'c> {
@@ -88,6 +90,7 @@ impl<'c> Loop<'c> {
             registered: None,
             last_fence_check: Instant::now(),
             signals: 0,
+            last_spawn: Instant::now(),
         }
     }
 
@@ -98,31 +101,53 @@ impl<'c> Loop<'c> {
             Err(e) => return Outcome::Failed(e),
         };
         let mut limit = StartLimit::new(self.options.restart);
+        // A restart spawned while the crashed run's sidecar still flushed.
+        let mut next: Option<Spawned> = None;
         loop {
-            let attempt = self.next_run;
-            let started = Instant::now();
-            let exit = match self.start(&env, attempt) {
+            // A run spawned ahead already took its number.
+            let attempt = self.next_run - u32::from(next.is_some());
+            let (exit, crashed, started) = match self.start(&env, attempt, next.take()) {
                 Ok(mut run) => match self.watch(&mut run) {
                     Watched::Ended(outcome) => return outcome,
-                    Watched::Crashed(exit) => exit,
+                    Watched::Crashed(exit) => {
+                        let started = run.runtime.started;
+                        (exit, Some(run), started)
+                    }
                 },
                 Err(e) if e.is_fenced() => return Outcome::Fenced(e),
                 Err(e) => {
                     (self.log)(&format!("the runtime did not start: {e}"));
-                    None
+                    (None, None, self.last_spawn)
                 }
             };
+            let verdict = limit.crashed(started, Instant::now());
+            if matches!(verdict, Verdict::Restart { delay, .. } if delay.is_zero()) {
+                // kilo's own start is the long part of a restart: it runs while the crashed
+                // run's sidecar flushes. The new run's events are recorded after the flush.
+                next = self.spawn(&env).map_err(|e| self.not_started(&e)).ok();
+            }
+            if let Some(mut run) = crashed {
+                self.wind_down(&mut run);
+            }
             let data = exit_json(exit.as_ref(), attempt, started.elapsed());
             if let Err(e) = self.journal.record("stasis.runtime.exited", None, data) {
+                kill_spawned(next.take());
                 return Outcome::Fenced(e);
             }
-            match limit.crashed(started, Instant::now()) {
+            if self.signals > 0 {
+                // A signal came while the crashed run flushed: nothing runs to evict.
+                kill_spawned(next.take());
+                return self.evicted_while_down("a signal came");
+            }
+            match verdict {
                 Verdict::Restart { delay, attempt } => {
                     let data = json!({ "attempt": attempt, "delay_ms": millis(delay) });
                     if let Err(e) = self.journal.record("stasis.runtime.restarting", None, data) {
+                        kill_spawned(next.take());
                         return Outcome::Fenced(e);
                     }
                     if let Some(outcome) = self.pause(delay) {
+                        kill_spawned(next.take());
                         return outcome;
                     }
                 }
@@ -165,22 +190,37 @@ impl<'c> Loop<'c> {
         Ok(env)
     }
 
-    /// Starts the runtime, the sidecar and the status follower.
-    fn start(&mut self, env: &HomeEnv, attempt: u32) -> Result<Run> {
+    /// Spawns the runtime (its listening line is awaited by [`Loop::start`]).
+    fn spawn(&mut self, env: &HomeEnv) -> Result<Spawned> {
         let id = self.next_run;
         self.next_run += 1;
         let sender = self.sender.clone();
-        let runtime = process::start(
+        let spawned = process::spawn(
             &self.options.command,
             env,
             &self.options.workdir(),
-            self.options.start_timeout,
             &self.log,
             move |exit| {
                 let _ = sender.send(Msg::Exited { run: id, exit });
             },
         )?;
-        let attached = self.attach(runtime, id, attempt);
+        self.last_spawn = spawned.started();
+        Ok(spawned)
+    }
+
+    fn not_started(&self, error: &Error) {
+        (self.log)(&format!("the runtime did not start: {error}"));
+    }
+
+    /// Starts run `attempt`'s runtime (unless `spawned` already did), then its sidecar and status
+    /// follower once it listens.
+    fn start(&mut self, env: &HomeEnv, attempt: u32, spawned: Option<Spawned>) -> Result<Run> {
+        let spawned = match spawned {
+            Some(spawned) => spawned,
+            None => self.spawn(env)?,
+        };
+        let runtime = spawned.listening(self.options.start_timeout)?;
+        let attached = self.attach(runtime, attempt);
         if attached.is_err() {
             self.journal.route_through(None);
         }
@@ -189,8 +229,8 @@ impl<'c> Loop<'c> {
 
     /// The sidecar, the status follower and the registry for a started runtime, which is killed
     /// when one of them fails.
-    fn attach(&mut self, runtime: Runtime, id: u32, attempt: u32) -> Result<Run> {
-        let (stop, status, alive) = match self.attach_parts(&runtime, id, attempt) {
+    fn attach(&mut self, runtime: Runtime, id: u32) -> Result<Run> {
+        let (stop, status, alive) = match self.attach_parts(&runtime, id) {
             Ok(parts) => parts,
             Err(error) => {
                 runtime.kill();
@@ -224,15 +264,17 @@ impl<'c> Loop<'c> {
         &mut self,
         runtime: &Runtime,
         id: u32,
-        attempt: u32,
     ) -> Result<(StopHandle, Status, Arc<AtomicBool>)> {
         let ready_in = runtime.started.elapsed();
+        // Posted directly, before the sidecar starts (its start waits on the runtime's first
+        // answers): the log names the new URL as soon as the runtime listens, still ahead of
+        // every event the sidecar forwards.
+        let data = json!({ "pid": runtime.pid, "url": runtime.url, "port": runtime.port(),
+                           "attempt": id, "ready_ms": millis(ready_in) });
+        self.journal.record("stasis.runtime.started", None, data)?;
         let sidecar = Sidecar::new(self.sidecar_options(&runtime.url), Arc::clone(&self.log));
         self.journal.route_through(Some(sidecar.injector()));
         let stop = sidecar.stop_handle();
-        let data = json!({ "pid": runtime.pid, "url": runtime.url, "port": runtime.port(),
-                           "attempt": attempt, "ready_ms": millis(ready_in) });
-        self.journal.record("stasis.runtime.started", None, data)?;
         let client = self.client.clone();
         let sender = self.sender.clone();
         spawn("sidecar", move || {
@@ -272,7 +314,9 @@ impl<'c> Loop<'c> {
                 }
                 Ok(Msg::Exited { run: id, exit }) if id == run.id => {
                     (self.log)(&format!("the runtime ended: {exit}"));
-                    self.wind_down(run);
+                    run.alive.store(false, Ordering::SeqCst);
+                    // The group may outlive its leader.
+                    run.runtime.kill();
                     return Watched::Crashed(Some(exit));
                 }
                 Ok(Msg::SidecarEnded { run: id, report }) if id == run.id => {
@@ -344,6 +388,13 @@ fn exit_json(exit: Option<&Exit>, attempt: u32, ran: Duration) -> serde_json::Va
         "attempt": attempt,
         "ran_ms": millis(ran),
     })
+}
+
+/// A restart spawned ahead and then abandoned.
+fn kill_spawned(spawned: Option<Spawned>) {
+    if let Some(spawned) = spawned {
+        spawned.kill();
+    }
 }
 
 fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<()> {

@@ -3,7 +3,7 @@
 use super::container::Entrypoint;
 use super::log::{data, get_json, last_seq, number, poll, supervisor_events};
 use super::revival::{self, Killed};
-use super::waits::{alive, empty_root, gone_soon, wait_started};
+use super::waits::{alive, empty_root, gone_soon, wait_listening, wait_started};
 use super::{
     MAYOR, NUDGE_START, POLECAT, PROMPT_BACK, PROMPT_FIX, PROMPT_PLAN, PROMPT_STALL, REPLY_PLAN,
     RIG, Stage, SupervisionReport, TURN_DEADLINE,
@@ -78,7 +78,8 @@ fn act_crash(
         "   kill -9 of the Mayor's kilo serve (pid {}) alone",
         mayor.pid
     ));
-    let back = wait_started(stage, a, MAYOR, mark)?;
+    // Served: the new kilo answers the session, whether or not its sidecar follows yet.
+    let back = wait_listening(stage, a, MAYOR, mark)?;
     let api = KiloApi::new(&back.url);
     poll(
         "the Mayor's session served again",
@@ -94,6 +95,7 @@ fn act_crash(
     )?;
     report.crash_to_served = killed.elapsed();
     report.kilo_start = back.ready;
+    wait_started(stage, a, MAYOR, mark)?;
     let events = supervisor_events(&stage.api, &stage.agent_path(MAYOR), mark)?;
     let exited = find(&events, "stasis.runtime.exited")?;
     ensure!(
@@ -102,10 +104,20 @@ fn act_crash(
         exited.data.get()
     );
     let restarting = find(&events, "stasis.runtime.restarting")?;
+    // The new kilo was spawned while the old sidecar flushed, yet its start is logged after.
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    ensure!(
+        kinds.starts_with(&[
+            "stasis.runtime.exited",
+            "stasis.runtime.restarting",
+            "stasis.runtime.started"
+        ]),
+        "the restart's events in order: {kinds:?}"
+    );
     report.restart_delay = Duration::from_millis(number(restarting, "/delay_ms").unwrap_or(0));
     stage.say(&format!(
-        "   ✓ restarted in A as pid {} on the same home: session served again {:.0?} after the kill \
-         (kilo's own start {:.0?}, restart delay {:.0?})",
+        "   ✓ restarted in A as pid {} on the same home: session served again {:.2?} after the kill \
+         (kilo's own start {:.2?}, restart delay {:.0?})",
         back.pid, report.crash_to_served, report.kilo_start, report.restart_delay
     ));
     let before = stage.model.requests().len();

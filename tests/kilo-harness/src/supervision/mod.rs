@@ -128,9 +128,15 @@ fn script() -> Script {
 ///
 /// When a step or a check fails (the error says which, with the container's output).
 pub fn play(options: &SupervisionOptions, narrate: &dyn Fn(&str)) -> Result<SupervisionReport> {
+    // STASIS_KEEP_WORK=1 keeps the containers' folders and logs for a look afterwards.
+    let keep = std::env::var_os("STASIS_KEEP_WORK").is_some_and(|v| v == "1");
     let temp = tempfile::Builder::new()
         .prefix("stasis-supervision-")
+        .disable_cleanup(keep)
         .tempdir()?;
+    if keep {
+        narrate(&format!("(kept: {})", temp.path().display()));
+    }
     let model = FakeModel::start(script())?;
     let town = format!("sup-{}", crate::story::random_suffix());
     let token = log::town_token(&options.secret, &town)?;

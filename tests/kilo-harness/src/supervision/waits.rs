@@ -34,6 +34,27 @@ pub(super) fn wait_started(
     agent: &str,
     after: u64,
 ) -> Result<Started> {
+    wait_start(stage, container, agent, after, true)
+}
+
+/// Waits for a `stasis.runtime.started` after `after`, its sidecar started or not: the runtime
+/// listens.
+pub(super) fn wait_listening(
+    stage: &Stage<'_>,
+    container: &mut Entrypoint,
+    agent: &str,
+    after: u64,
+) -> Result<Started> {
+    wait_start(stage, container, agent, after, false)
+}
+
+fn wait_start(
+    stage: &Stage<'_>,
+    container: &mut Entrypoint,
+    agent: &str,
+    after: u64,
+    followed: bool,
+) -> Result<Started> {
     let path = stage.agent_path(agent);
     let what = format!("{agent}'s runtime started after seq {after}, followed by its sidecar");
     poll(
@@ -48,9 +69,10 @@ pub(super) fn wait_started(
             else {
                 return Ok(None);
             };
-            let following = events[index..]
-                .iter()
-                .any(|e| e.kind == "stasis.sidecar.resync");
+            let following = !followed
+                || events[index..]
+                    .iter()
+                    .any(|e| e.kind == "stasis.sidecar.resync");
             let started = &events[index];
             let pid = number(started, "/pid").and_then(|p| i32::try_from(p).ok());
             let url = started.text_at("/url");

@@ -1,0 +1,85 @@
+//! kilo on its own, with nothing of stasis around it: the baselines of the supervised figures.
+//! A session with one turn, then kilo SIGKILLed and started again by hand on the same home,
+//! timed from the spawn to the session's messages answered (what the supervised restart is
+//! measured to), then once more from the spawn to a prompt (sent as soon as kilo is healthy)
+//! reaching the model (what the continuation on the next container is measured to).
+
+use anyhow::{Context, Result, bail};
+use stasis_kilo_harness::{FakeModel, Kilo, KiloOptions, Reply, Script};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long any step may take on a busy machine.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// kilo's own figures, from one round.
+#[derive(Debug, Clone, Copy)]
+pub struct BareKilo {
+    /// Spawned after a SIGKILL → the session's messages answered.
+    pub restart_to_served: Duration,
+    /// Spawned after a SIGKILL → a prompt sent at once reached the model.
+    pub start_to_model: Duration,
+}
+
+/// One round, with kilo's home under `dir`.
+pub fn measure(dir: &Path) -> Result<BareKilo> {
+    let model = FakeModel::start(Script::new().otherwise(Reply::text("Noted.")).title("Bare"))?;
+    let options = KiloOptions::new(dir.join("home"), &model.base_url()).startup_timeout(PATIENCE);
+    let kilo = Kilo::start(&options)?;
+    let session = kilo.api().create_session()?;
+    let events = kilo.events()?;
+    kilo.api()
+        .prompt_async(&session, "What is on today's plan?")?;
+    events.wait_for_idle(&session, 0, PATIENCE)?;
+    kilo.kill();
+
+    let spawned = Instant::now();
+    let kilo = Kilo::start(&options)?;
+    poll("the session served again", || {
+        Ok(kilo
+            .api()
+            .messages(&session)
+            .ok()
+            .filter(|m| m.len() >= 2)
+            .map(drop))
+    })?;
+    let restart_to_served = spawned.elapsed();
+    kilo.kill();
+
+    let before = model_turns(&model);
+    let spawned = Instant::now();
+    let kilo = Kilo::start(&options)?;
+    kilo.api().prompt_async(&session, "And after that?")?;
+    poll("the prompt at the model", || {
+        Ok((model_turns(&model) > before).then_some(()))
+    })
+    .context("kilo's own start to the model")?;
+    let start_to_model = spawned.elapsed();
+    kilo.kill();
+    model.stop();
+    Ok(BareKilo {
+        restart_to_served,
+        start_to_model,
+    })
+}
+
+/// The model's requests that are turns (not kilo's title requests).
+fn model_turns(model: &FakeModel) -> usize {
+    model
+        .requests()
+        .iter()
+        .filter(|r| !r.is_title_request())
+        .count()
+}
+
+fn poll(what: &str, mut check: impl FnMut() -> Result<Option<()>>) -> Result<()> {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        if check()?.is_some() {
+            return Ok(());
+        }
+        // The stories poll every 50 ms too.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("waited {PATIENCE:?} for {what}, in vain")
+}
