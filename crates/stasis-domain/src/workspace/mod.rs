@@ -53,7 +53,7 @@ pub use checker::{TreeChecker, TreeSummary};
 pub use entry::{ChunkRef, Entry, FileNode, Node};
 pub use hash::{ContentHash, ContentHasher};
 pub use manifest::TreeManifest;
-pub use params::ChunkParams;
+pub use params::{ChunkParams, FASTCDC_2020, MAX_CHUNK_MAX, MIN_CHUNK_MIN};
 pub use path::EntryPath;
 
 use crate::DomainError;
