@@ -18,6 +18,7 @@ use super::error::{WorkspaceError, WorkspaceResult};
 use super::index::{Index, IndexRecord};
 use super::stamp::{FileStamp, is_executable};
 use super::walk::{WalkRules, WalkedKind, absolute};
+use crate::atomic_write::TEMP_SUFFIX;
 
 /// How a folder is scanned.
 #[derive(Clone)]
@@ -31,7 +32,8 @@ pub struct ScanOptions {
     pub excludes: Vec<String>,
     /// What to keep although git ignores it, in gitignore syntax (e.g. `node_modules/`).
     pub includes: Vec<String>,
-    /// Where the local index lives (outside the folder); `None` reads every file.
+    /// Where the local index lives; `None` reads every file. Inside the folder, it is left out
+    /// of the tree.
     pub index_path: Option<PathBuf>,
     /// How many times a file that keeps changing is read before the scan gives up.
     pub max_read_attempts: u32,
@@ -163,7 +165,14 @@ pub fn scan(root: &Path, options: &ScanOptions) -> WorkspaceResult<Scan> {
             ..ScanStats::default()
         },
     };
+    let own_index = options
+        .index_path
+        .as_deref()
+        .and_then(|path| OwnIndex::under(root, path));
     for (rel, kind) in listing.entries {
+        if own_index.as_ref().is_some_and(|own| own.is_it(&rel)) {
+            continue;
+        }
         builder.add(rel, kind)?;
     }
     let manifest = TreeManifest::new(options.chunking.clone(), builder.entries);
@@ -265,6 +274,36 @@ impl Builder<'_> {
             }),
         });
         self.new_index.insert(rel, record);
+    }
+}
+
+/// The index file (and its temporary files) when it lies inside the scanned folder: never part
+/// of the tree, or every scan would find it changed.
+struct OwnIndex {
+    rel: Vec<u8>,
+    temp_prefix: Vec<u8>,
+}
+
+impl OwnIndex {
+    fn under(root: &Path, index: &Path) -> Option<Self> {
+        let rel = index
+            .strip_prefix(root)
+            .ok()?
+            .as_os_str()
+            .as_bytes()
+            .to_vec();
+        let name = index.file_name()?.as_bytes();
+        let dir_len = rel.len().saturating_sub(name.len());
+        let mut temp_prefix = rel[..dir_len].to_vec();
+        temp_prefix.push(b'.');
+        temp_prefix.extend_from_slice(name);
+        temp_prefix.push(b'.');
+        Some(Self { rel, temp_prefix })
+    }
+
+    fn is_it(&self, rel: &[u8]) -> bool {
+        rel == self.rel.as_slice()
+            || (rel.starts_with(&self.temp_prefix) && rel.ends_with(TEMP_SUFFIX.as_bytes()))
     }
 }
 

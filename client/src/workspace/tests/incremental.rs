@@ -80,3 +80,17 @@ fn an_index_made_with_other_chunking_or_unreadable_is_discarded() {
     // And the scan wrote a good one again.
     assert_eq!(scan_with(&tree, &options(&index)).stats.files_read, 0);
 }
+
+#[test]
+fn an_index_kept_inside_the_folder_is_not_part_of_the_tree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "a.txt", b"a");
+    write(dir.path(), ".stasis/keep", b"");
+    let index = dir.path().join(".stasis/workspace.index");
+    let first = scan_with(dir.path(), &options(&index));
+    let second = scan_with(dir.path(), &options(&index));
+    assert!(index.exists());
+    assert_eq!(super::paths(&second), [".stasis", ".stasis/keep", "a.txt"]);
+    assert_eq!(second.summary.root_hash, first.summary.root_hash);
+    assert_eq!(second.stats.files_read, 0);
+}

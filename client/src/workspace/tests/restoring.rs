@@ -1,6 +1,7 @@
 //! Restores: byte for byte with modes and links; never into a non-empty folder; a corrupt
 //! chunk or a wrong root hash fails and leaves the target as it was, with no folder left over.
 
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 
 use stasis_domain::workspace::{ChunkRef, ContentHash};
@@ -182,5 +183,3 @@ fn a_chunk_read_after_its_file_changed_is_refused_not_misread() {
         "{unknown}"
     );
 }
-
-use std::os::unix::ffi::OsStrExt as _;

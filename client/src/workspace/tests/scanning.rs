@@ -1,6 +1,7 @@
 //! What a scan keeps: every kind of entry, `.git` too; what git ignores left out in a real
 //! worktree (and only there); excludes and includes; special files skipped and counted.
 
+use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::net::UnixListener;
 use std::process::Command;
 
@@ -206,5 +207,3 @@ fn a_bad_pattern_is_refused_by_name() {
     let err = super::super::scan(dir.path(), &options).expect_err("refused");
     assert!(err.to_string().contains("a{b"), "{err}");
 }
-
-use std::os::unix::ffi::OsStrExt as _;
