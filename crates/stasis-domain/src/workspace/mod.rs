@@ -51,7 +51,7 @@ pub mod root_hash;
 
 pub use checker::{TreeChecker, TreeSummary};
 pub use entry::{ChunkRef, Entry, FileNode, Node};
-pub use hash::{ContentHash, ContentHasher};
+pub use hash::{ContentHash, ContentHasher, NotAHash};
 pub use manifest::TreeManifest;
 pub use params::{ChunkParams, FASTCDC_2020, MAX_CHUNK_MAX, MIN_CHUNK_MIN};
 pub use path::EntryPath;
