@@ -61,6 +61,7 @@ pub mod sse;
 pub mod supervisor;
 pub mod tail;
 pub mod town;
+pub mod workspace;
 
 pub use config::Config;
 pub use error::{Error, Result, exit};

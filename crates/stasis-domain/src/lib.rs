@@ -43,5 +43,6 @@ pub mod sql;
 pub mod town;
 pub mod typed_operation;
 pub mod wire;
+pub mod workspace;
 
 pub use error::{DomainError, FenceRefusal, Refusal};
