@@ -9,6 +9,10 @@
 //! `scripts/test` runs it after each conformance run (host, then `wrangler dev --local`), with
 //! the Kilo CLI installed (`stasis_kilo`) and `stasis-client` built. Without `STASIS_URL` it
 //! says loudly that it did not run and passes.
+//!
+//! To see a check fail with its feature switched off, `STASIS_STORY_UP_ARGS` replaces or adds
+//! `up`'s options (`--name=value;...`, e.g. `--turn-deadline=0s` or `--cut-reply=nothing`);
+//! `STASIS_KEEP_WORK=1` keeps the containers' folders and timestamped logs afterwards.
 
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 

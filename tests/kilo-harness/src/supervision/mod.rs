@@ -29,7 +29,7 @@ mod waits;
 
 use crate::story::StasisApi;
 use crate::{FakeModel, Reply, Script};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use container::Entrypoint;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -193,7 +193,7 @@ impl Stage<'_> {
             args.push((*agent).to_owned());
         }
         let deadline = format!("{}ms", TURN_DEADLINE.as_millis());
-        for (name, value) in [
+        let defaults = [
             ("--turn-deadline", deadline.as_str()),
             // kilo took up to 56 s to print its listening line on a machine loaded 5x over.
             ("--start-timeout", "150s"),
@@ -205,9 +205,13 @@ impl Stage<'_> {
             ("--stop-grace", "10s"),
             ("--save-timeout", "30s"),
             ("--save-command", SAVE_COMMAND),
-        ] {
-            args.push(name.into());
-            args.push(value.into());
+        ];
+        for (name, value) in with_overrides(
+            &defaults,
+            &std::env::var("STASIS_STORY_UP_ARGS").unwrap_or_default(),
+        )? {
+            args.push(name);
+            args.push(value);
         }
         args.push("--".into());
         args.push(self.options.kilo_bin.display().to_string());
@@ -219,4 +223,25 @@ impl Stage<'_> {
         env.push(("STASIS_TOKEN".into(), self.api.token().to_owned()));
         Entrypoint::start(&self.options.client_bin, &args, &env, log)
     }
+}
+
+/// The story's `supervise` options with `overrides` (`--name=value;--name=value`, from
+/// `STASIS_STORY_UP_ARGS`) in place of or beside them: how a check is run with its feature
+/// switched off (e.g. `--turn-deadline=0s`, `--cut-reply=nothing`), to see it fail.
+fn with_overrides(defaults: &[(&str, &str)], overrides: &str) -> Result<Vec<(String, String)>> {
+    let mut options: Vec<(String, String)> = defaults
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect();
+    for pair in overrides.split(';').filter(|p| !p.trim().is_empty()) {
+        let (name, value) = pair
+            .trim()
+            .split_once('=')
+            .with_context(|| format!("{pair:?} in STASIS_STORY_UP_ARGS is not --name=value"))?;
+        match options.iter_mut().find(|(known, _)| known == name) {
+            Some(option) => option.1 = value.to_owned(),
+            None => options.push((name.to_owned(), value.to_owned())),
+        }
+    }
+    Ok(options)
 }
