@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 use stasis_api::{AgentSnapshotObject, Snapshots};
 use stasis_domain::{
     DomainError,
+    chunk_store::{self, ports::BlobStore},
     ids::AgentKey,
-    snapshot::{self, ranges::RANGE_CHUNKS, saga::BlobStore},
+    snapshot::ranges::RANGE_CHUNKS,
 };
 use std::time::Duration;
 use wasm_bindgen::{JsCast, JsValue};
@@ -92,7 +93,7 @@ impl BlobStore for WorkersKv {
     async fn sha256_hex(&self, bytes: &[u8]) -> String {
         match web_crypto_sha256(bytes).await {
             Ok(hex) => hex,
-            Err(_) => snapshot::sha256_hex(bytes),
+            Err(_) => chunk_store::sha256_hex(bytes),
         }
     }
 }
@@ -152,7 +153,7 @@ impl Snapshots for EdgeObjects {
         let unreachable =
             move |err: worker::Error| DomainError::Storage(format!("agent object {object}: {err}"));
         let range = ChunkRange {
-            key_prefix: snapshot::key_prefix(key),
+            key_prefix: chunk_store::key_prefix(key),
             chunks,
         };
         let stub = self.agent_stub(key);

@@ -9,7 +9,7 @@
 
 use stasis_api::{Objects, Snapshots};
 use stasis_domain::{
-    DomainError,
+    DomainError, chunk_store,
     event_log::{AppendBatch, AppendOutcome, NewEvent, ReadQuery},
     fence::{FENCED, Fence},
     ids::AgentKey,
@@ -83,15 +83,15 @@ async fn put_chunk(
     key: &AgentKey,
     bytes: &[u8],
 ) -> Result<bool, DomainError> {
-    let upload = chunk_saga::Upload {
+    let upload = chunk_store::saga::Upload {
         pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
         stale_before: objects.snapshot_claims_stale_before(),
     };
     let blobs = objects.snapshot_blobs()?;
     let object = objects.snapshot_object(key);
-    let prefix = snapshot::key_prefix(key);
-    let name = snapshot::sha256_hex(bytes);
-    chunk_saga::put_chunk(&object, &blobs, &prefix, &name, bytes, upload).await
+    let prefix = chunk_store::key_prefix(key);
+    let name = chunk_store::sha256_hex(bytes);
+    chunk_store::saga::put_chunk(&object, &blobs, &prefix, &name, bytes, upload).await
 }
 
 /// Every snapshot write of `zombie` is refused: a whole-file put, a chunk
@@ -107,7 +107,7 @@ async fn assert_snapshot_writes_fenced(zombie: &HostObjects, key: &AgentKey, ear
         precondition: None,
         event_watermark: None,
         inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
-        key_prefix: snapshot::key_prefix(key),
+        key_prefix: chunk_store::key_prefix(key),
         limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
         pending_ttl_ms: zombie.snapshot_pending_ttl_ms(),
         stale_before: zombie.snapshot_claims_stale_before(),
@@ -116,8 +116,8 @@ async fn assert_snapshot_writes_fenced(zombie: &HostObjects, key: &AgentKey, ear
     let put = saga::put(&object, &blobs, &request, b"zombie bytes").await;
     assert_fenced(put, "c-b");
     assert_fenced(put_chunk(zombie, key, b"a later chunk").await, "c-b");
-    let name = snapshot::sha256_hex(early);
-    let asked = chunk_saga::missing(&object, vec![name.clone()], 1000).await;
+    let name = chunk_store::sha256_hex(early);
+    let asked = chunk_store::saga::missing(&object, vec![name.clone()], 1000).await;
     assert_fenced(asked, "c-b");
     let manifest = Manifest {
         size: u64::try_from(early.len()).expect("size"),

@@ -18,12 +18,12 @@ use http::{HeaderMap, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 use stasis_domain::{
     DomainError, Refusal,
+    chunk_store::sha256_hex,
     event_log::{AppendBatch, NewEvent, ProducerStamp},
     ids::AgentKey,
     limits,
     operation::{agent as agent_op, town as op},
     recall,
-    snapshot::sha256_hex,
     town::MayorAction,
 };
 

@@ -4,18 +4,19 @@ use bytes::Bytes;
 use futures::{Stream, future::Either};
 use stasis_domain::{
     DomainError,
+    chunk_store::{
+        self,
+        operations::ChunkOperation,
+        ports::{BlobStore, ChunkObject},
+    },
     fence::Fence,
     ids::AgentKey,
     operation::{
         agent::{self as agent_op, AgentOperation},
-        snapshot::SnapshotOperation,
+        snapshot::{SnapshotOperation, chunk_step},
         town::TownOperation,
     },
-    snapshot::{
-        self, SnapshotMeta, chunk_saga,
-        saga::{self, BlobStore, SnapshotObject},
-        whole::WholeReader,
-    },
+    snapshot::{SnapshotMeta, chunk_saga, ports::SnapshotObject, saga, whole::WholeReader},
 };
 use std::{future::Future, time::Duration};
 
@@ -82,7 +83,8 @@ pub trait Objects {
 }
 
 /// Snapshot operations on an agent. Each runtime gives the domain's
-/// snapshot sagas (`stasis_domain::snapshot::{saga, chunk_saga, whole}`)
+/// snapshot and chunk sagas (`stasis_domain::snapshot::{saga, chunk_saga,
+/// whole}`, `stasis_domain::chunk_store::saga`)
 /// their two ports: the agent's object (the host's state component, the
 /// edge's Durable Object) and the KV store (the host's KV folder, Workers
 /// KV). The sagas run in the runtime's own process, so bytes never cross
@@ -111,7 +113,7 @@ pub trait Snapshots: Objects {
     /// How long uploaded chunks no manifest names are kept (ms): an upload
     /// in progress.
     fn snapshot_pending_ttl_ms(&self) -> i64 {
-        snapshot::PENDING_CHUNK_TTL_MS
+        chunk_store::PENDING_CHUNK_TTL_MS
     }
 
     /// The most chunks one invocation may read: a whole-file read of more
@@ -131,7 +133,7 @@ pub trait Snapshots: Objects {
         key: &AgentKey,
         chunks: Vec<String>,
     ) -> impl Stream<Item = Result<Bytes, DomainError>> + use<Self> {
-        let prefix = snapshot::key_prefix(key);
+        let prefix = chunk_store::key_prefix(key);
         match self.snapshot_blobs() {
             Ok(blobs) => Either::Left(crate::snapshot_ranges::read_chunks(blobs, prefix, chunks)),
             Err(err) => Either::Right(futures::stream::once(std::future::ready(Err(err)))),
@@ -140,18 +142,18 @@ pub trait Snapshots: Objects {
 
     /// Claims on chunks that collections made before this (ms since the
     /// epoch) were abandoned: their collection died, and the next upload or
-    /// collection takes them over (`stasis_domain::snapshot::chunk_claims`).
-    /// The default trusts a claim for [`snapshot::DEFAULT_CLAIM_LEASE_MS`];
+    /// collection takes them over (`stasis_domain::chunk_store::claims`).
+    /// The default trusts a claim for [`chunk_store::DEFAULT_CLAIM_LEASE_MS`];
     /// the host also knows that no collection of an earlier process runs.
     fn snapshot_claims_stale_before(&self) -> i64 {
         self.now_ms()
-            .saturating_sub(snapshot::DEFAULT_CLAIM_LEASE_MS)
+            .saturating_sub(chunk_store::DEFAULT_CLAIM_LEASE_MS)
     }
 
     /// How long a superseded or deleted version's chunks stay readable
     /// (ms), so that its readers are not cut.
     fn snapshot_grace_ms(&self) -> i64 {
-        snapshot::DEFAULT_CHUNK_GRACE_MS
+        chunk_store::DEFAULT_CHUNK_GRACE_MS
     }
 
     /// The current snapshot, with its verified bytes when `with_bytes`
@@ -170,7 +172,7 @@ pub trait Snapshots: Objects {
                 return Ok(Some((plan.meta, None)));
             }
             let meta = plan.meta.clone();
-            let reader = WholeReader::new(plan, snapshot::key_prefix(key));
+            let reader = WholeReader::new(plan, chunk_store::key_prefix(key));
             let bytes = reader.read_all(&self.snapshot_blobs()?).await?;
             Ok(Some((meta, Some(Bytes::from(bytes)))))
         }
@@ -187,7 +189,7 @@ pub trait Snapshots: Objects {
             saga::delete(
                 &self.snapshot_object(key),
                 &blobs,
-                &snapshot::key_prefix(key),
+                &chunk_store::key_prefix(key),
                 aging,
             )
             .await
@@ -198,7 +200,7 @@ pub trait Snapshots: Objects {
     fn snapshot_wipe(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>> {
         async move {
             let blobs = self.snapshot_blobs()?;
-            let prefix = snapshot::key_prefix(key);
+            let prefix = chunk_store::key_prefix(key);
             let stale_before = self.snapshot_claims_stale_before();
             saga::wipe(
                 &self.snapshot_object(key),
@@ -220,11 +222,11 @@ pub trait Snapshots: Objects {
             let Ok(blobs) = self.snapshot_blobs() else {
                 return;
             };
-            let (object, prefix) = (self.snapshot_object(key), snapshot::key_prefix(key));
+            let (object, prefix) = (self.snapshot_object(key), chunk_store::key_prefix(key));
             let stale_before = self.snapshot_claims_stale_before();
             let _ = match after {
                 AfterCommit::Collect => {
-                    chunk_saga::collect(&object, &blobs, &prefix, stale_before).await
+                    chunk_store::saga::collect(&object, &blobs, &prefix, stale_before).await
                 }
                 AfterCommit::Sweep => saga::sweep(&object, &blobs, &prefix, stale_before)
                     .await
@@ -239,7 +241,7 @@ pub trait Snapshots: Objects {
     fn snapshot_sweep(&self, key: &AgentKey) -> impl Future<Output = Result<(), DomainError>> {
         async move {
             let blobs = self.snapshot_blobs()?;
-            let prefix = snapshot::key_prefix(key);
+            let prefix = chunk_store::key_prefix(key);
             let stale_before = self.snapshot_claims_stale_before();
             saga::sweep(&self.snapshot_object(key), &blobs, &prefix, stale_before)
                 .await
@@ -260,7 +262,7 @@ pub enum AfterCommit {
 }
 
 /// Collection steps a destroy runs at once (each up to
-/// `snapshot::COLLECT_BATCH` chunks); later sweeps take the rest.
+/// `chunk_store::COLLECT_BATCH` chunks); later sweeps take the rest.
 const WIPE_STEPS: u32 = 4;
 
 /// The agent's object as the snapshot sagas reach it, in any runtime: each
@@ -274,6 +276,16 @@ impl<'a, O> AgentSnapshotObject<'a, O> {
     /// The agent `key` of `objects`.
     pub fn new(objects: &'a O, key: &'a AgentKey) -> Self {
         Self { objects, key }
+    }
+}
+
+impl<O: Objects> ChunkObject for AgentSnapshotObject<'_, O> {
+    fn run_chunk<R: Send + 'static>(
+        &self,
+        step: ChunkOperation<R>,
+    ) -> impl Future<Output = Result<R, DomainError>> {
+        self.objects
+            .agent(self.key, agent_op::snapshot(chunk_step(step)))
     }
 }
 

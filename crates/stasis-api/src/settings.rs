@@ -3,7 +3,7 @@
 //! value, the edge answers every request 503 `not_configured` naming it.
 //! Neither falls back or clamps silently.
 
-use stasis_domain::{limits, snapshot};
+use stasis_domain::{chunk_store, limits, snapshot};
 use thiserror::Error;
 
 /// How much each agent keeps, and where its snapshots go.
@@ -80,7 +80,7 @@ impl Default for StorageSettings {
             max_events_per_agent: limits::DEFAULT_MAX_EVENTS,
             snapshot_inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
             snapshot_limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
-            snapshot_grace_ms: snapshot::DEFAULT_CHUNK_GRACE_MS.unsigned_abs(),
+            snapshot_grace_ms: chunk_store::DEFAULT_CHUNK_GRACE_MS.unsigned_abs(),
             liveness_timeout_secs: stasis_domain::town::DEFAULT_LIVENESS_TIMEOUT_MS / 1000,
         }
     }

@@ -9,11 +9,12 @@ use futures::{Stream, StreamExt, future::Either};
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use stasis_domain::{
     DomainError, Refusal,
+    chunk_store::{self, ports::BlobStore as _},
     ids::AgentKey,
     operation::snapshot as snapshot_op,
     snapshot::{
-        self, Precondition, PutRequest, SnapshotMeta, chunk_saga,
-        saga::{self, BlobStore as _, SnapshotObject},
+        Precondition, PutRequest, SnapshotMeta, chunk_saga,
+        ports::SnapshotObject,
         whole::{WholeReader, WholeWriter},
     },
 };
@@ -80,7 +81,7 @@ async fn put_request<O: Objects + Snapshots>(
         precondition: etag_list(headers, header::IF_MATCH)?,
         event_watermark: event_seq(headers)?,
         inline_limit: objects.snapshot_inline_limit(),
-        key_prefix: snapshot::key_prefix(key),
+        key_prefix: chunk_store::key_prefix(key),
         limit: objects.snapshot_limit(),
         pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
         stale_before: objects.snapshot_claims_stale_before(),
@@ -147,7 +148,7 @@ pub async fn get<O: Snapshots>(
     if !with_bytes {
         return Ok(Reply::Full(head.map(|()| Bytes::new())));
     }
-    let mut reader = WholeReader::new(plan, snapshot::key_prefix(key));
+    let mut reader = WholeReader::new(plan, chunk_store::key_prefix(key));
     let blobs = objects.snapshot_blobs()?;
     let first = reader.next_piece(&blobs).await.map_err(corrupt_or_other)?;
     if reader.is_done() {
@@ -240,11 +241,13 @@ pub async fn delete(objects: &impl Snapshots, key: &AgentKey) -> Result<Response
 /// a client knows retrying will not help.
 pub(crate) fn corrupt_or_other(err: DomainError) -> ApiError {
     match err {
-        DomainError::Storage(message) if message.starts_with(saga::CORRUPT) => ApiError::new(
-            http::StatusCode::INTERNAL_SERVER_ERROR,
-            saga::CORRUPT,
-            message,
-        ),
+        DomainError::Storage(message) if message.starts_with(chunk_store::digest::CORRUPT) => {
+            ApiError::new(
+                http::StatusCode::INTERNAL_SERVER_ERROR,
+                chunk_store::digest::CORRUPT,
+                message,
+            )
+        }
         other => ApiError::from(other),
     }
 }
@@ -288,7 +291,7 @@ fn expected_sha256(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(value) = text(headers, "x-stasis-sha256")? else {
         return Ok(None);
     };
-    if !snapshot::is_sha256_hex(value) {
+    if !chunk_store::is_sha256_hex(value) {
         return Err(ApiError::invalid_request(
             "X-Stasis-Sha256 must be 64 hex digits (the sha256 of the body)",
         ));

@@ -18,10 +18,10 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use stasis_domain::{
-    DomainError, Refusal,
+    DomainError, Refusal, chunk_store,
     ids::AgentKey,
     snapshot::{
-        self, SnapshotMeta, chunk_saga,
+        SnapshotMeta, chunk_saga,
         chunk_saga::CommitRequest,
         manifest::{MAX_CHUNK_SIZE, MAX_CHUNKS, Manifest},
     },
@@ -66,7 +66,11 @@ pub async fn missing(
             "chunks may list at most {MAX_CHUNKS} hashes"
         )));
     }
-    if let Some(bad) = request.chunks.iter().find(|c| !snapshot::is_sha256_hex(c)) {
+    if let Some(bad) = request
+        .chunks
+        .iter()
+        .find(|c| !chunk_store::is_sha256_hex(c))
+    {
         return Err(ApiError::invalid_request(format!(
             "chunks: {bad:?} is not a sha256 (64 hex digits)"
         )));
@@ -78,7 +82,8 @@ pub async fn missing(
         .map(|c| c.to_ascii_lowercase())
         .collect();
     let object = objects.snapshot_object(key);
-    let missing = chunk_saga::missing(&object, chunks, objects.snapshot_pending_ttl_ms()).await?;
+    let missing =
+        chunk_store::saga::missing(&object, chunks, objects.snapshot_pending_ttl_ms()).await?;
     let check = ChunkCheck {
         asked,
         missing: missing.len(),
@@ -102,13 +107,13 @@ pub async fn put_chunk<O: Objects + Snapshots>(
     name: &str,
     bytes: &[u8],
 ) -> Result<Response<Bytes>, ApiError> {
-    let fresh = chunk_saga::put_chunk(
+    let fresh = chunk_store::saga::put_chunk(
         &objects.snapshot_object(key),
         &objects.snapshot_blobs()?,
-        &snapshot::key_prefix(key),
+        &chunk_store::key_prefix(key),
         name,
         bytes,
-        chunk_saga::Upload {
+        chunk_store::saga::Upload {
             pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
             stale_before: objects.snapshot_claims_stale_before(),
         },
@@ -132,7 +137,7 @@ pub async fn get_chunk(
     let found = chunk_saga::get_chunk(
         &objects.snapshot_object(key),
         &objects.snapshot_blobs()?,
-        &snapshot::key_prefix(key),
+        &chunk_store::key_prefix(key),
         name,
     )
     .await

@@ -10,10 +10,8 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
 use stasis_domain::{
     DomainError,
-    snapshot::{
-        saga::BlobStore,
-        whole::{WholeReader, read_chunk},
-    },
+    chunk_store::{ports::BlobStore, saga::read_chunk},
+    snapshot::whole::WholeReader,
 };
 
 /// `chunks`' bytes from `blobs`, each verified against its name, one item

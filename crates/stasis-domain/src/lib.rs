@@ -9,9 +9,12 @@
 //! - [`sql::SqlStore`]: one object's SQL database, synchronous like Durable
 //!   Object SQL and like a component's `sql` import. Each call into this crate
 //!   runs inside one transaction the adapter owns.
-//! - [`snapshot::ports::SnapshotObject`] and [`snapshot::ports::BlobStore`]:
-//!   the agent object and the KV store as the snapshot sagas reach them
-//!   (chunks in KV, manifests in the object).
+//! - [`chunk_store::ports::ChunkObject`] and
+//!   [`chunk_store::ports::BlobStore`]: the agent object and the KV store
+//!   as the chunk store's saga reaches them (chunks in KV, their rows and
+//!   the versions' manifests in the object), and
+//!   [`snapshot::ports::SnapshotObject`], the object as kilo.db's snapshot
+//!   sagas reach it.
 //!
 //! The wasm components, the local host and the edge worker are adapters over
 //! these functions; none of them restates a rule.
@@ -28,6 +31,7 @@
 
 pub mod agent;
 pub mod agent_state;
+pub mod chunk_store;
 pub mod conversation;
 pub mod error;
 pub mod event_log;

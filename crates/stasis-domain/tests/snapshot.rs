@@ -8,11 +8,11 @@ mod support;
 use stasis_domain::{
     DomainError,
     agent::ObjectEnv,
-    snapshot::{
-        self, Precondition, PutRequest, StorageKind,
-        saga::{self, LocalObject},
+    chunk_store::{
+        ports::{LocalObject, run_ready},
         sha256_hex,
     },
+    snapshot::{self, Precondition, PutRequest, StorageKind, saga},
 };
 use stasis_sqlite::SqliteStore;
 use support::MemoryKv;
@@ -60,7 +60,7 @@ impl Agent {
         body: &[u8],
         request: PutRequest,
     ) -> Result<snapshot::SnapshotMeta, DomainError> {
-        saga::run_ready(saga::put(&self.object(), &self.kv, &request, body)).expect("ready")
+        run_ready(saga::put(&self.object(), &self.kv, &request, body)).expect("ready")
     }
 
     fn put(&self, body: &[u8]) -> Result<snapshot::SnapshotMeta, DomainError> {
@@ -68,7 +68,7 @@ impl Agent {
     }
 
     fn get(&self) -> Result<Found, DomainError> {
-        saga::run_ready(saga::get(&self.object(), &self.kv, true)).expect("ready")
+        run_ready(saga::get(&self.object(), &self.kv, true)).expect("ready")
     }
 
     fn kv_keys(&self) -> Vec<String> {
@@ -231,8 +231,7 @@ fn a_failed_kv_write_changes_nothing() {
     agent.put(&body(5000, 1)).expect_err("disk full");
     let (meta, bytes) = agent.get().expect("read").expect("exists");
     assert_eq!((meta.version, bytes.expect("bytes")), (1, b"old".to_vec()));
-    let in_use =
-        saga::run_ready(saga::sweep(&agent.object(), &agent.kv, PREFIX, 0)).expect("ready");
+    let in_use = run_ready(saga::sweep(&agent.object(), &agent.kv, PREFIX, 0)).expect("ready");
     assert_eq!(in_use.expect("swept"), 0);
 }
 
@@ -267,12 +266,12 @@ fn a_key_not_visible_yet_is_a_503_not_stale_bytes() {
 fn delete_removes_the_key_and_versions_are_not_reused() {
     let agent = Agent::new();
     agent.put(&body(5000, 1)).expect("stored");
-    saga::run_ready(saga::delete(&agent.object(), &agent.kv, PREFIX, NO_GRACE))
+    run_ready(saga::delete(&agent.object(), &agent.kv, PREFIX, NO_GRACE))
         .expect("ready")
         .expect("deleted");
     assert!(agent.kv_keys().is_empty());
     assert_eq!(agent.get().expect("read"), None);
-    let err = saga::run_ready(saga::delete(&agent.object(), &agent.kv, PREFIX, NO_GRACE))
+    let err = run_ready(saga::delete(&agent.object(), &agent.kv, PREFIX, NO_GRACE))
         .expect("ready")
         .expect_err("nothing to delete");
     assert_eq!(err.code(), "snapshot_not_found");
@@ -311,7 +310,7 @@ fn sweep_removes_orphans_but_not_puts_in_flight() {
         .values
         .borrow_mut()
         .insert(in_flight.clone(), vec![2]);
-    let removed = saga::run_ready(saga::sweep(&agent.object(), &agent.kv, PREFIX, 0))
+    let removed = run_ready(saga::sweep(&agent.object(), &agent.kv, PREFIX, 0))
         .expect("ready")
         .expect("swept");
     assert_eq!(removed, 1);
@@ -321,7 +320,7 @@ fn sweep_removes_orphans_but_not_puts_in_flight() {
     );
     // Much later the reservation is given up and its key goes too.
     let later = agent.object_at(NOW + snapshot::PENDING_TTL_MS + 1);
-    let removed = saga::run_ready(saga::sweep(&later, &agent.kv, PREFIX, 0))
+    let removed = run_ready(saga::sweep(&later, &agent.kv, PREFIX, 0))
         .expect("ready")
         .expect("swept");
     assert_eq!(removed, 1);

@@ -11,13 +11,17 @@ mod support;
 use stasis_domain::sql::SqlStore as _;
 use stasis_domain::{
     DomainError,
+    chunk_store::{
+        self, ChunkCall, ChunkReply, chunk_key,
+        ports::{BlobStore, run_ready},
+        sha256_hex,
+    },
     snapshot::{
         self, PutRequest,
         chunk_calls::ChunkSource,
         chunk_saga,
         manifest::Manifest,
-        saga::{self, BlobStore, run_ready},
-        sha256_hex,
+        saga,
         whole::{WholeReader, WholeWriter},
     },
 };
@@ -101,7 +105,7 @@ fn a_corrupt_chunk_stops_the_reader_before_the_rest_is_handed_out() {
         .expect("ready")
         .expect("read")
         .expect("a snapshot");
-    let second = snapshot::chunk_key(PREFIX, &plan.chunks[1]);
+    let second = chunk_key(PREFIX, &plan.chunks[1]);
     kv.values
         .borrow_mut()
         .get_mut(&second)
@@ -126,9 +130,15 @@ fn a_collection_keeps_every_chunk_a_manifest_names() {
     let mut second = first.clone();
     second[2_400_000] ^= 1; // only the last chunk changes
     write_whole(&store, &kv, &second, second.len() as u64);
-    run_ready(chunk_saga::collect_all(&object(&store), &kv, PREFIX, 0, 10))
-        .expect("ready")
-        .expect("collected");
+    run_ready(chunk_store::saga::collect_all(
+        &object(&store),
+        &kv,
+        PREFIX,
+        0,
+        10,
+    ))
+    .expect("ready")
+    .expect("collected");
     assert_eq!(
         kv.values.borrow().len(),
         3,
@@ -149,11 +159,11 @@ fn a_collected_chunk_uploaded_again_is_stored_at_once_and_a_dead_collection_bloc
     let last = &first[2 << 20..];
     let name = sha256_hex(last);
     let put = |stale_before| {
-        let upload = chunk_saga::Upload {
-            pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
+        let upload = chunk_store::saga::Upload {
+            pending_ttl_ms: chunk_store::PENDING_CHUNK_TTL_MS,
             stale_before,
         };
-        run_ready(chunk_saga::put_chunk(
+        run_ready(chunk_store::saga::put_chunk(
             &object(&store),
             &kv,
             PREFIX,
@@ -167,38 +177,41 @@ fn a_collected_chunk_uploaded_again_is_stored_at_once_and_a_dead_collection_bloc
         put(0).expect("stored"),
         "collected, then stored again at once"
     );
-    assert!(
-        kv.values
-            .borrow()
-            .contains_key(&snapshot::chunk_key(PREFIX, &name))
-    );
+    assert!(kv.values.borrow().contains_key(&chunk_key(PREFIX, &name)));
     // A collection takes it again and dies before its KV delete: its claim
     // holds an upload off while it may still run, and is taken over once
     // it is known dead (the process restarted, or its lease passed).
-    let later = object(&store).env.now_ms + 2 * snapshot::PENDING_CHUNK_TTL_MS;
-    let take = snapshot::SnapshotCall::CollectTake {
+    let later = object(&store).env.now_ms + 2 * chunk_store::PENDING_CHUNK_TTL_MS;
+    let take = snapshot::SnapshotCall::Chunk(ChunkCall::CollectTake {
         limit: 10,
         stale_before: 0,
-    };
+    });
     let env = stasis_domain::agent::ObjectEnv {
         now_ms: later,
         max_events: 10_000,
     };
     let taken = snapshot::execute(&store, &take, &env).expect("taken");
-    let claim = snapshot::chunk_claims::Taken {
+    let claim = chunk_store::claims::Taken {
         chunks: vec![name.clone()],
         claim_at: later,
     };
-    assert_eq!(taken, snapshot::SnapshotReply::Taken(claim));
+    assert_eq!(
+        taken,
+        snapshot::SnapshotReply::Chunk(ChunkReply::Taken(claim))
+    );
     let busy = |result: Result<bool, DomainError>| matches!(result, Err(DomainError::Unavailable(r)) if r.code == "chunk_being_collected");
     assert!(busy(put(later)), "a live collection's claim");
     assert!(
         put(later + 1).expect("stored"),
         "a dead collection's claim is taken over"
     );
-    let held = run_ready(chunk_saga::missing(&object(&store), vec![name.clone()], 0))
-        .expect("ready")
-        .expect("asked");
+    let held = run_ready(chunk_store::saga::missing(
+        &object(&store),
+        vec![name.clone()],
+        0,
+    ))
+    .expect("ready")
+    .expect("asked");
     assert!(held.is_empty(), "the chunk is held again");
 }
 
@@ -206,14 +219,14 @@ fn a_collected_chunk_uploaded_again_is_stored_at_once_and_a_dead_collection_bloc
 /// uploaded, then a manifest that claims `sha256` for the whole.
 fn commit_as_client(store: &SqliteStore, kv: &MemoryKv, file: &[u8], sha256: &str) {
     const CHUNK: usize = 64 * 1024;
-    let upload = chunk_saga::Upload {
-        pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
+    let upload = chunk_store::saga::Upload {
+        pending_ttl_ms: chunk_store::PENDING_CHUNK_TTL_MS,
         stale_before: 0,
     };
     let mut chunks = Vec::new();
     for piece in file.chunks(CHUNK) {
         let name = sha256_hex(piece);
-        run_ready(chunk_saga::put_chunk(
+        run_ready(chunk_store::saga::put_chunk(
             &object(store),
             kv,
             PREFIX,
@@ -243,7 +256,7 @@ fn commit_as_client(store: &SqliteStore, kv: &MemoryKv, file: &[u8], sha256: &st
         .expect("ready")
         .expect("committed");
     // As the API does after every manifest commit.
-    run_ready(chunk_saga::collect(&object(store), kv, PREFIX, 0))
+    run_ready(chunk_store::saga::collect(&object(store), kv, PREFIX, 0))
         .expect("ready")
         .expect("collected");
 }

@@ -14,10 +14,14 @@ use stasis_domain::{
     DomainError,
     agent::ObjectEnv,
     agent_state::{self, ImportBatch, ImportCall, ImportReply, StateCall, StateReply},
-    snapshot::{
-        self, PutRequest, SnapshotCall, SnapshotReply, chunk_saga,
-        saga::{self, BlobStore, LocalObject, run_ready},
+    chunk_store::{
+        ChunkCall, ChunkReply, chunk_key,
+        claims::Taken,
+        ports::{BlobStore, LocalObject, run_ready},
         sha256_hex,
+    },
+    snapshot::{
+        self, PutRequest, SnapshotCall, SnapshotReply, chunk_saga, saga,
         whole::{WholeReader, WholeWriter},
     },
 };
@@ -27,7 +31,7 @@ use support::{MemoryKv, agent_store as store, noise as body};
 impl MemoryKv {
     /// The chunk keys KV holds.
     fn chunk_keys(&self) -> Vec<String> {
-        let prefix = snapshot::chunk_key(PREFIX, "");
+        let prefix = chunk_key(PREFIX, "");
         let values = self.values.borrow();
         values
             .keys()
@@ -195,14 +199,14 @@ fn reserve_and_record(store: &SqliteStore, kv: &MemoryKv) -> u64 {
         panic!("reserves");
     };
     let chunks: Vec<Vec<u8>> = vec![body(MIB, 5), body(10, 6)];
-    let claim = SnapshotCall::ClaimUploads {
+    let claim = SnapshotCall::Chunk(ChunkCall::ClaimUploads {
         chunks: chunks.iter().map(|c| sha256_hex(c)).collect(),
         pending_ttl_ms: HOUR,
         stale_before: 0,
-    };
+    });
     snapshot_call(store, claim, NOW);
     for chunk in &chunks {
-        let key = snapshot::chunk_key(PREFIX, &sha256_hex(chunk));
+        let key = chunk_key(PREFIX, &sha256_hex(chunk));
         run_ready(kv.put(&key, chunk)).expect("ready").expect("put");
     }
     let record = SnapshotCall::ImportRecord {
@@ -226,17 +230,17 @@ fn an_import_in_progress_keeps_its_chunks_until_its_mark_expires() {
     // the import's manifest names them.
     let taken = snapshot_call(
         &store,
-        SnapshotCall::CollectTake {
+        SnapshotCall::Chunk(ChunkCall::CollectTake {
             limit: 10,
             stale_before: 0,
-        },
+        }),
         NOW + 2 * HOUR,
     );
-    let nothing = snapshot::chunk_claims::Taken {
+    let nothing = Taken {
         chunks: Vec::new(),
         claim_at: NOW + 2 * HOUR,
     };
-    assert_eq!(taken, SnapshotReply::Taken(nothing));
+    assert_eq!(taken, SnapshotReply::Chunk(ChunkReply::Taken(nothing)));
     // A record later pushes the mark's end further.
     let again = SnapshotCall::ImportRecord {
         version,

@@ -22,13 +22,20 @@ mod support;
 use stasis_domain::{
     DomainError,
     agent::ObjectEnv,
-    snapshot::{
-        self, PENDING_CHUNK_TTL_MS, PutRequest, SnapshotMeta,
-        chunk_saga::{self, CommitRequest, Upload},
-        manifest::Manifest,
-        operations::SnapshotOperation,
-        saga::{self, Aging, BlobStore, SnapshotObject},
+    chunk_store::{
+        self, PENDING_CHUNK_TTL_MS, chunk_key,
+        operations::ChunkOperation,
+        ports::{BlobStore, ChunkObject},
+        saga::Upload,
         sha256_hex,
+    },
+    snapshot::{
+        self, PutRequest, SnapshotMeta,
+        chunk_saga::{self, CommitRequest},
+        manifest::Manifest,
+        operations::{SnapshotOperation, chunk_step},
+        ports::SnapshotObject,
+        saga::{self, Aging},
         whole::{WholeReader, WholeWriter},
     },
 };
@@ -89,6 +96,15 @@ impl SnapshotObject for Port<'_> {
             max_events: 10_000,
         };
         step.run_with(|call| snapshot::execute(&self.world.store, &call, &env))
+    }
+}
+
+impl ChunkObject for Port<'_> {
+    async fn run_chunk<R: Send + 'static>(
+        &self,
+        step: ChunkOperation<R>,
+    ) -> Result<R, DomainError> {
+        self.run(chunk_step(step)).await
     }
 }
 
@@ -163,7 +179,7 @@ fn start<'a>(work: Work, port: &'a Port<'a>, body: &'a [u8], grace_ms: i64) -> S
         Work::Push => Box::pin(push(port, body, upload, grace_ms)),
         Work::WholePut => Box::pin(whole_put(port, body, grace_ms)),
         Work::Collect => Box::pin(async move {
-            chunk_saga::collect_all(port, port, PREFIX, port.stale_before, 20)
+            chunk_store::saga::collect_all(port, port, PREFIX, port.stale_before, 20)
                 .await
                 .map(drop)
         }),
@@ -183,7 +199,7 @@ fn start<'a>(work: Work, port: &'a Port<'a>, body: &'a [u8], grace_ms: i64) -> S
         Work::PushAndCollect => Box::pin(async move {
             push(port, body, upload, grace_ms).await?;
             port.world.now.set(port.world.now.get() + 1);
-            chunk_saga::collect_all(port, port, PREFIX, port.stale_before, 20)
+            chunk_store::saga::collect_all(port, port, PREFIX, port.stale_before, 20)
                 .await
                 .map(drop)
         }),
@@ -198,10 +214,10 @@ async fn push(
 ) -> Result<(), DomainError> {
     let chunks: Vec<&[u8]> = body.chunks(CHUNK).collect();
     let names: Vec<String> = chunks.iter().map(|c| sha256_hex(c)).collect();
-    let missing = chunk_saga::missing(port, names.clone(), PENDING_CHUNK_TTL_MS).await?;
+    let missing = chunk_store::saga::missing(port, names.clone(), PENDING_CHUNK_TTL_MS).await?;
     for (name, bytes) in names.iter().zip(&chunks) {
         if missing.contains(name) {
-            chunk_saga::put_chunk(port, port, PREFIX, name, bytes, upload).await?;
+            chunk_store::saga::put_chunk(port, port, PREFIX, name, bytes, upload).await?;
         }
     }
     let manifest = Manifest {
@@ -401,7 +417,7 @@ fn check(world: &World, what: &str) -> Option<String> {
         .map(|p| p.chunk_size);
     world
         .now
-        .set(world.now.get() + PENDING_CHUNK_TTL_MS + snapshot::DEFAULT_CLAIM_LEASE_MS + 1);
+        .set(world.now.get() + PENDING_CHUNK_TTL_MS + chunk_store::DEFAULT_CLAIM_LEASE_MS + 1);
     let recovery = Port {
         world,
         gate: &gate,
@@ -417,7 +433,7 @@ fn check(world: &World, what: &str) -> Option<String> {
     let mut named: Vec<String> = match (&current, chunk_size) {
         (Some((meta, bytes)), Some(size)) if meta.size > 1024 => bytes
             .chunks(usize::try_from(size).unwrap_or(CHUNK))
-            .map(|c| snapshot::chunk_key(PREFIX, &sha256_hex(c)))
+            .map(|c| chunk_key(PREFIX, &sha256_hex(c)))
             .collect(),
         _ => Vec::new(),
     };

@@ -10,13 +10,12 @@ mod support;
 use stasis_domain::sql::SqlStore as _;
 use stasis_domain::{
     DomainError,
-    snapshot::{
-        self, RunningHash, chunk_key, chunk_saga,
-        ports::{ChunkName, StagedChunk},
-        saga::{BlobStore, run_ready},
+    chunk_store::{
+        RunningHash, chunk_key,
+        ports::{BlobStore, ChunkName, StagedChunk, run_ready},
         sha256_hex,
-        whole::WholeWriter,
     },
+    snapshot::{self, chunk_saga, whole::WholeWriter},
 };
 use stasis_sqlite::SqliteStore;
 use std::cell::RefCell;

@@ -290,7 +290,7 @@ impl Snapshots for HostObjects {
     fn snapshot_claims_stale_before(&self) -> i64 {
         let leased = self
             .now_ms()
-            .saturating_sub(stasis_domain::snapshot::DEFAULT_CLAIM_LEASE_MS);
+            .saturating_sub(stasis_domain::chunk_store::DEFAULT_CLAIM_LEASE_MS);
         leased.max(self.inner.started_at_ms)
     }
 
@@ -304,7 +304,7 @@ impl Snapshots for HostObjects {
         key: &AgentKey,
         chunks: Vec<String>,
     ) -> impl Stream<Item = Result<Bytes, DomainError>> + use<> {
-        let prefix = stasis_domain::snapshot::key_prefix(key);
+        let prefix = stasis_domain::chunk_store::key_prefix(key);
         match self.snapshot_blobs() {
             Ok(blobs) => Either::Left(blobs.read_ahead(prefix, chunks)),
             Err(err) => Either::Right(futures::stream::once(std::future::ready(Err(err)))),

@@ -11,15 +11,12 @@
 //! is due once it ends (one sleeper per agent, moved on by each commit).
 //! A whole-file PUT's listing sweep, for chunk files without a row, runs
 //! before its answer. Uploads and collections claim each chunk's row
-//! first (`snapshot::chunk_claims`), so none of this can take a chunk an
+//! first (`chunk_store::claims`), so none of this can take a chunk an
 //! upload is writing.
 
 use super::HostObjects;
 use stasis_api::{AfterCommit, Snapshots};
-use stasis_domain::{
-    ids::AgentKey,
-    snapshot::{self, chunk_saga, saga},
-};
+use stasis_domain::{chunk_store, ids::AgentKey, snapshot::saga};
 use std::{
     collections::HashMap,
     sync::{Mutex, MutexGuard, PoisonError},
@@ -28,7 +25,7 @@ use std::{
 use tokio::time::Instant;
 
 /// Collection steps one pass runs at most (each up to
-/// `snapshot::COLLECT_BATCH` chunks); a later pass takes the rest.
+/// `chunk_store::COLLECT_BATCH` chunks); a later pass takes the rest.
 const STEPS_PER_PASS: u32 = 1_000;
 
 /// How long after a grace ends its pass runs: the superseded chunks' last
@@ -140,7 +137,7 @@ impl HostObjects {
             && let Ok(blobs) = self.snapshot_blobs()
         {
             let object = self.snapshot_object(key);
-            let _ = saga::sweep_orphans(&object, &blobs, &snapshot::key_prefix(key)).await;
+            let _ = saga::sweep_orphans(&object, &blobs, &chunk_store::key_prefix(key)).await;
         }
         self.collect_later(key);
         self.collect_after_grace(key);
@@ -194,10 +191,16 @@ impl HostObjects {
     /// without its chunk.
     async fn collect_pass(&self, key: &AgentKey) {
         if let Ok(blobs) = self.snapshot_blobs() {
-            let (object, prefix) = (self.snapshot_object(key), snapshot::key_prefix(key));
+            let (object, prefix) = (self.snapshot_object(key), chunk_store::key_prefix(key));
             let stale_before = self.snapshot_claims_stale_before();
-            let _ = chunk_saga::collect_all(&object, &blobs, &prefix, stale_before, STEPS_PER_PASS)
-                .await;
+            let _ = chunk_store::saga::collect_all(
+                &object,
+                &blobs,
+                &prefix,
+                stale_before,
+                STEPS_PER_PASS,
+            )
+            .await;
         }
     }
 }

@@ -31,11 +31,12 @@ use render::{Render, events_page};
 use stasis_domain::{
     DomainError,
     agent_state::ExportHead,
+    chunk_store,
     event_log::{ReadPage, ReadQuery},
     ids::AgentKey,
     limits,
     operation::agent as op,
-    snapshot::{self, chunk_saga, whole::WholeReader},
+    snapshot::{chunk_saga, whole::WholeReader},
 };
 
 /// An export whose head was read; the runtime streams [`stream`] from it.
@@ -209,7 +210,10 @@ impl<O: Objects + Snapshots> Exporter<O> {
         match chunk_saga::plan(&object, true).await? {
             Some(plan) => Ok((
                 Render::open_snapshot(&plan.meta),
-                Part::SnapshotBytes(Box::new(WholeReader::new(plan, snapshot::key_prefix(key)))),
+                Part::SnapshotBytes(Box::new(WholeReader::new(
+                    plan,
+                    chunk_store::key_prefix(key),
+                ))),
             )),
             None => Ok((Render::no_snapshot(), Part::Done)),
         }

@@ -9,13 +9,10 @@
 use super::{input::invalid, snapshot_part::SnapshotHead};
 use crate::{Objects, Snapshots, error::ApiError};
 use stasis_domain::{
+    chunk_store::{self, digest::SHA256_MISMATCH, ports::BlobStore},
     ids::AgentKey,
     operation::snapshot as snapshot_op,
-    snapshot::{
-        self, PutRequest, StagedSnapshot,
-        saga::{BlobStore, SHA256_MISMATCH, SnapshotObject},
-        whole::WholeWriter,
-    },
+    snapshot::{self, PutRequest, StagedSnapshot, ports::SnapshotObject, whole::WholeWriter},
 };
 
 /// A snapshot whose bytes are streaming in, and the KV handle they go to
@@ -39,7 +36,7 @@ impl<B: BlobStore> Incoming<B> {
             precondition: None,
             event_watermark: None,
             inline_limit: objects.snapshot_inline_limit(),
-            key_prefix: snapshot::key_prefix(key),
+            key_prefix: chunk_store::key_prefix(key),
             limit,
             pending_ttl_ms: objects.snapshot_pending_ttl_ms(),
             stale_before: objects.snapshot_claims_stale_before(),

@@ -6,13 +6,11 @@ use bytes::Bytes;
 use futures::{StreamExt as _, executor::block_on};
 use stasis_domain::{
     DomainError,
+    chunk_store::{chunk_key, ports::BlobStore, sha256_hex},
     snapshot::{
         SnapshotMeta, StorageKind,
         chunk_calls::{ChunkSource, Plan},
-        chunk_key,
         ranges::{KV_OPS_PER_INVOCATION, RANGE_CHUNKS},
-        saga::BlobStore,
-        sha256_hex,
         whole::WholeReader,
     },
 };

@@ -202,7 +202,7 @@ fn stage_inline(
             ),
         ));
     }
-    if snapshot::sha256_hex(&bytes) != snapshot.sha256 {
+    if crate::chunk_store::sha256_hex(&bytes) != snapshot.sha256 {
         return Err(manifest_error(
             "snapshot.sha256",
             "does not match the bytes of snapshot.data_base64",

@@ -1,14 +1,18 @@
 //! The calls the agent object answers for snapshots, as data (the edge
-//! sends them to the agent's Durable Object as JSON).
+//! sends them to the agent's Durable Object as JSON). The chunk store's
+//! calls travel among them, in the same JSON as kilo.db's own
+//! ([`SnapshotCall::Chunk`]).
 
 use super::{
-    Committed, Precondition, Reserved, SnapshotMeta, chunk_calls,
-    chunk_claims::{Claim, Taken, Times},
-    chunk_table, keys,
-    manifest::Manifest,
-    rules, wire_bytes,
+    Committed, KILO_DB, Precondition, Reserved, SnapshotMeta, chunk_calls, keys,
+    manifest::Manifest, rules, wire_bytes,
 };
-use crate::{DomainError, object_env::ObjectEnv, sql::SqlStore};
+use crate::{
+    DomainError,
+    chunk_store::{self, ChunkCall, ChunkReply, claims::Times, manifests::readable_until},
+    object_env::ObjectEnv,
+    sql::SqlStore,
+};
 use serde::{Deserialize, Serialize};
 
 /// One snapshot operation on the agent object.
@@ -76,34 +80,6 @@ pub enum SnapshotCall {
         /// `If-Match`.
         precondition: Option<Precondition>,
     },
-    /// Which of these chunks the store lacks; the held ones are kept from
-    /// collection for the pending hour.
-    Missing {
-        /// Hex sha256s.
-        chunks: Vec<String>,
-        /// How long the held ones are kept from collection (ms).
-        #[serde(default = "super::default_pending_ttl")]
-        pending_ttl_ms: i64,
-    },
-    /// Claims chunks for an upload, before their keys are written.
-    ClaimUploads {
-        /// Hex sha256s.
-        chunks: Vec<String>,
-        /// How long they are kept while no manifest names them (ms).
-        #[serde(default = "super::default_pending_ttl")]
-        pending_ttl_ms: i64,
-        /// Collection claims made before this (ms) were abandoned.
-        #[serde(default)]
-        stale_before: i64,
-    },
-    /// Records chunks an upload claimed and KV now holds.
-    RecordChunks {
-        /// Hex sha256 and size of each.
-        chunks: Vec<(String, u64)>,
-        /// How long they are kept while no manifest names them (ms).
-        #[serde(default = "super::default_pending_ttl")]
-        pending_ttl_ms: i64,
-    },
     /// Switches the metadata to a manifest whose chunks the store holds.
     CommitManifest {
         /// The manifest, already checked.
@@ -135,26 +111,6 @@ pub enum SnapshotCall {
         /// Hex sha256.
         chunk: String,
     },
-    /// Takes up to `limit` unreferenced chunks for one collection.
-    CollectTake {
-        /// The most to take.
-        limit: u64,
-        /// Collection claims made before this (ms) were abandoned.
-        #[serde(default)]
-        stale_before: i64,
-    },
-    /// The KV keys of a collection's chunks are deleted.
-    CollectDone {
-        /// Hex sha256s.
-        chunks: Vec<String>,
-        /// The collection's mark, from [`SnapshotCall::CollectTake`].
-        claim_at: i64,
-    },
-    /// Takes for deletion the chunks found in KV that have no row.
-    ClaimOrphans {
-        /// Hex sha256s.
-        chunks: Vec<String>,
-    },
     /// Reserves a version for an import's chunked snapshot: an empty
     /// manifest, marked as being written (`import_chunks`).
     ImportReserve {
@@ -174,6 +130,11 @@ pub enum SnapshotCall {
         /// How long the mark lasts without another record (ms).
         pending_ttl_ms: i64,
     },
+    /// A step of the chunk store, whose JSON is the chunk call's own (so
+    /// that it reads the same as before the chunk store had calls of its
+    /// own).
+    #[serde(untagged)]
+    Chunk(ChunkCall),
 }
 
 /// The answer to a [`SnapshotCall`].
@@ -192,18 +153,27 @@ pub enum SnapshotReply {
     Removed(Option<String>),
     /// Keys in use.
     Keys(Vec<String>),
-    /// Chunks (hex sha256s) missing.
-    Chunks(Vec<String>),
-    /// What an upload may do with each chunk it claimed.
-    Claims(Vec<Claim>),
-    /// Chunks a collection took.
-    Taken(Taken<String>),
     /// Whether each recorded chunk was new.
     Recorded(Vec<bool>),
     /// The current snapshot as a manifest, if any.
     Planned(Option<super::chunk_calls::Plan>),
     /// Where a chunk is, if the store holds it.
     ChunkAt(Option<super::chunk_calls::ChunkSource>),
+    /// The answer to a chunk store step, in its own JSON; one that reads
+    /// as [`SnapshotReply::Done`] or [`SnapshotReply::Recorded`] arrives
+    /// as those ([`chunk_reply`]).
+    #[serde(untagged)]
+    Chunk(ChunkReply),
+}
+
+/// The chunk store's reply inside a snapshot reply, if that is what it is.
+pub fn chunk_reply(reply: SnapshotReply) -> Option<ChunkReply> {
+    match reply {
+        SnapshotReply::Chunk(reply) => Some(reply),
+        SnapshotReply::Done => Some(ChunkReply::Done),
+        SnapshotReply::Recorded(fresh) => Some(ChunkReply::Recorded(fresh)),
+        _ => None,
+    }
 }
 
 /// The current snapshot and where its bytes are.
@@ -258,7 +228,7 @@ pub fn execute(
             // versions then count up in the order snapshots became current,
             // as a manifest commit's do.
             let version = match kv_key {
-                None => rules::next_version(store)?,
+                None => KILO_DB.next_version(store)?,
                 Some(_) => *version,
             };
             let (meta, superseded_key) = rules::switch(
@@ -312,25 +282,6 @@ pub fn execute(
             rules::check_precondition(store, precondition.as_ref())?;
             SnapshotReply::Done
         }
-        SnapshotCall::Missing {
-            chunks,
-            pending_ttl_ms,
-        } => SnapshotReply::Chunks(chunk_calls::missing(store, chunks, *pending_ttl_ms, now)?),
-        SnapshotCall::ClaimUploads {
-            chunks,
-            pending_ttl_ms,
-            stale_before,
-        } => {
-            let times = claim_times(now, *pending_ttl_ms, *stale_before);
-            SnapshotReply::Claims(chunk_calls::claim_uploads(store, chunks, &times)?)
-        }
-        SnapshotCall::RecordChunks {
-            chunks,
-            pending_ttl_ms,
-        } => {
-            let times = claim_times(now, *pending_ttl_ms, 0);
-            SnapshotReply::Recorded(chunk_calls::record(store, chunks, &times)?)
-        }
         SnapshotCall::ImportReserve {
             chunk_size,
             pending_ttl_ms,
@@ -345,7 +296,7 @@ pub fn execute(
             chunks,
             pending_ttl_ms,
         } => {
-            let times = claim_times(now, *pending_ttl_ms, 0);
+            let times = Times::at(now, *pending_ttl_ms, 0);
             SnapshotReply::Recorded(chunk_calls::import_record(store, *version, chunks, &times)?)
         }
         SnapshotCall::CommitManifest {
@@ -362,7 +313,7 @@ pub fn execute(
             let committed =
                 chunk_calls::commit(store, manifest, *event_watermark, now, readable_until)?;
             if *sha256_from_chunks {
-                chunk_table::mark_hashed(store, committed.meta.version)?;
+                chunk_calls::mark_hashed(store, committed.meta.version)?;
             }
             SnapshotReply::Committed(committed)
         }
@@ -372,40 +323,8 @@ pub fn execute(
         SnapshotCall::ChunkSource { chunk } => {
             SnapshotReply::ChunkAt(chunk_calls::source(store, chunk)?)
         }
-        SnapshotCall::CollectTake {
-            limit,
-            stale_before,
-        } => {
-            let times = claim_times(now, 0, *stale_before);
-            SnapshotReply::Taken(chunk_calls::collect_take(store, *limit, &times)?)
-        }
-        SnapshotCall::CollectDone { chunks, claim_at } => {
-            chunk_calls::collect_done(store, chunks, *claim_at)?;
-            SnapshotReply::Done
-        }
-        SnapshotCall::ClaimOrphans { chunks } => {
-            SnapshotReply::Taken(chunk_calls::claim_orphans(store, chunks, now)?)
-        }
+        SnapshotCall::Chunk(call) => SnapshotReply::Chunk(chunk_store::execute(store, call, env)?),
     })
-}
-
-/// Until when the chunks a version named stay readable once it is
-/// superseded at `now`: with no grace, they may go at once.
-fn readable_until(now: i64, grace_ms: i64) -> i64 {
-    if grace_ms > 0 {
-        now.saturating_add(grace_ms)
-    } else {
-        0
-    }
-}
-
-/// The clock of a claim made at `now`.
-fn claim_times(now: i64, pending_ttl_ms: i64, stale_before: i64) -> Times {
-    Times {
-        now_ms: now,
-        pending_until: now.saturating_add(pending_ttl_ms),
-        stale_before,
-    }
 }
 
 /// True when the call may change the object.

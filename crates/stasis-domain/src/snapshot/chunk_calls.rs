@@ -1,17 +1,23 @@
-//! The object's side of the chunked calls: missing chunks, recording
-//! uploads, the manifest commit, reading the current snapshot as a
-//! manifest, and the steps of a collection.
+//! The object's side of kilo.db's chunked calls: the manifest commit,
+//! reading the current snapshot as a manifest, where one chunk's bytes
+//! are, and an import's manifest being written. The chunks themselves are
+//! the chunk store's ([`crate::chunk_store::calls`]).
 
 use super::{
-    Committed, Reserved, SnapshotMeta, StorageKind,
-    chunk_claims::{self, Claim, Taken, Times},
-    chunk_table::{self, parse_all},
-    digest::{self, ChunkHash},
-    import_chunks,
+    Committed, HASHED_MANIFESTS, KILO_DB, Reserved, SnapshotMeta, StorageKind, import_chunks,
     manifest::{MIN_CHUNK_SIZE, Manifest},
     rules,
 };
-use crate::{DomainError, sql::SqlStore};
+use crate::{
+    DomainError,
+    chunk_store::{
+        claims::Times,
+        digest::{self, to_hex_all},
+        manifests::check_held,
+        table::{self, parse_all, parse_sized},
+    },
+    sql::SqlStore,
+};
 use serde::{Deserialize, Serialize};
 
 /// The current snapshot as a manifest, and where its bytes are.
@@ -52,37 +58,6 @@ pub enum ChunkSource {
     },
 }
 
-/// Which of `chunks` the store lacks; the held ones are kept from
-/// collection until `now + pending_ttl_ms`.
-pub(super) fn missing(
-    store: &impl SqlStore,
-    chunks: &[String],
-    pending_ttl_ms: i64,
-    now: i64,
-) -> Result<Vec<String>, DomainError> {
-    let hashes = parse_all(chunks, "invalid_request")?;
-    let until = now.saturating_add(pending_ttl_ms);
-    Ok(hex_all(&chunk_table::missing(store, &hashes, until)?))
-}
-
-/// Claims chunks for an upload: what it may do with each.
-pub(super) fn claim_uploads(
-    store: &impl SqlStore,
-    chunks: &[String],
-    times: &Times,
-) -> Result<Vec<Claim>, DomainError> {
-    chunk_claims::claim_uploads(store, &parse_all(chunks, "invalid_id")?, times)
-}
-
-/// Records chunks an upload claimed and KV now holds; whether each was new.
-pub(super) fn record(
-    store: &impl SqlStore,
-    chunks: &[(String, u64)],
-    times: &Times,
-) -> Result<Vec<bool>, DomainError> {
-    chunk_claims::record(store, &sized(chunks)?, times)
-}
-
 /// Reserves the version of an import's snapshot: its manifest grows as
 /// [`import_record`] adds chunks, and names them so no collection takes
 /// them while the import lasts.
@@ -108,57 +83,7 @@ pub(super) fn import_record(
     chunks: &[(String, u64)],
     times: &Times,
 ) -> Result<Vec<bool>, DomainError> {
-    import_chunks::record(store, version, &sized(chunks)?, times)
-}
-
-/// Hex names with their sizes, parsed.
-fn sized(chunks: &[(String, u64)]) -> Result<Vec<(ChunkHash, u64)>, DomainError> {
-    let mut parsed = Vec::with_capacity(chunks.len());
-    for (hex, size) in chunks {
-        let hash = parse_all(std::slice::from_ref(hex), "invalid_id")?;
-        parsed.extend(hash.into_iter().map(|h| (h, *size)));
-    }
-    Ok(parsed)
-}
-
-/// Takes up to `limit` chunks for deletion, for one collection.
-pub(super) fn collect_take(
-    store: &impl SqlStore,
-    limit: u64,
-    times: &Times,
-) -> Result<Taken<String>, DomainError> {
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    Ok(hex_taken(chunk_claims::collect_take(store, times, limit)?))
-}
-
-/// The KV keys of a collection's chunks are deleted.
-pub(super) fn collect_done(
-    store: &impl SqlStore,
-    chunks: &[String],
-    claim_at: i64,
-) -> Result<(), DomainError> {
-    chunk_claims::collect_done(store, &parse_all(chunks, "invalid_id")?, claim_at)
-}
-
-/// Takes for deletion the chunks found in KV that no row claims.
-pub(super) fn claim_orphans(
-    store: &impl SqlStore,
-    chunks: &[String],
-    now: i64,
-) -> Result<Taken<String>, DomainError> {
-    let hashes = parse_all(chunks, "invalid_id")?;
-    Ok(hex_taken(chunk_claims::claim_orphans(store, &hashes, now)?))
-}
-
-fn hex_taken(taken: Taken<ChunkHash>) -> Taken<String> {
-    Taken {
-        chunks: hex_all(&taken.chunks),
-        claim_at: taken.claim_at,
-    }
-}
-
-fn hex_all(hashes: &[ChunkHash]) -> Vec<String> {
-    hashes.iter().map(digest::to_hex).collect()
+    import_chunks::record(store, version, &parse_sized(chunks)?, times)
 }
 
 /// Checks every chunk is held with the size its position needs, then adds
@@ -171,30 +96,10 @@ pub(super) fn commit(
     readable_until: i64,
 ) -> Result<Committed, DomainError> {
     let hashes = parse_all(&manifest.chunks, "invalid_manifest")?;
-    let sizes = chunk_table::stored_sizes(store, &chunk_table::distinct(&hashes))?;
-    let missing: Vec<String> = chunk_table::distinct(&hashes)
-        .iter()
-        .filter(|h| !sizes.contains_key(*h))
-        .map(digest::to_hex)
-        .collect();
-    if !missing.is_empty() {
-        return Err(DomainError::ChunksMissing { missing });
-    }
-    for (index, hash) in hashes.iter().enumerate() {
-        let recorded = sizes.get(hash).copied().unwrap_or_default();
-        let expected = manifest.chunk_len(index);
-        if recorded != expected {
-            return Err(DomainError::invalid(
-                "invalid_manifest",
-                format!(
-                    "chunk {index} ({}) holds {recorded} bytes; its position needs {expected}",
-                    manifest.chunks[index]
-                ),
-            ));
-        }
-    }
-    let version = rules::next_version(store)?;
-    chunk_table::add_manifest(store, version, manifest.chunk_size, &hashes)?;
+    let expected_len = |index| Some(manifest.chunk_len(index));
+    check_held(store, &hashes, expected_len, "invalid_manifest")?;
+    let version = KILO_DB.next_version(store)?;
+    KILO_DB.add_manifest(store, version, manifest.chunk_size, &hashes)?;
     let (meta, superseded_key) = rules::switch(
         store,
         &rules::Switch {
@@ -243,17 +148,17 @@ pub(super) fn plan(store: &impl SqlStore, with_inline: bool) -> Result<Option<Pl
             (size, chunks, ChunkSource::Key { key })
         }
         (StorageKind::Kv, None) => {
-            let Some((chunk_size, hashes)) = chunk_table::manifest(store, meta.version)? else {
+            let Some((chunk_size, hashes)) = KILO_DB.manifest(store, meta.version)? else {
                 return Err(DomainError::Storage(format!(
                     "snapshot version {} is chunked but has no manifest",
                     meta.version
                 )));
             };
-            (chunk_size, hex_all(&hashes), ChunkSource::Chunks)
+            (chunk_size, to_hex_all(&hashes), ChunkSource::Chunks)
         }
     };
-    let sha256_from_chunks =
-        source == ChunkSource::Chunks && chunk_table::is_hashed(store, meta.version)?;
+    let sha256_from_chunks = source == ChunkSource::Chunks
+        && KILO_DB.is_marked(store, HASHED_MANIFESTS, meta.version)?;
     Ok(Some(Plan {
         meta,
         chunk_size,
@@ -270,7 +175,7 @@ pub(super) fn source(
     chunk: &str,
 ) -> Result<Option<ChunkSource>, DomainError> {
     let hashes = parse_all(std::slice::from_ref(&chunk.to_owned()), "invalid_id")?;
-    if chunk_table::stored_size(store, &hashes[0])?.is_some() {
+    if table::stored_size(store, &hashes[0])?.is_some() {
         return Ok(Some(ChunkSource::Chunks));
     }
     let wanted = digest::to_hex(&hashes[0]);
@@ -281,4 +186,10 @@ pub(super) fn source(
         },
         _ => Ok(None),
     }
+}
+
+/// Marks a version's manifest as one whose whole-file sha256 this server
+/// computed over its chunks' bytes.
+pub(super) fn mark_hashed(store: &impl SqlStore, version: u64) -> Result<(), DomainError> {
+    KILO_DB.mark(store, HASHED_MANIFESTS, version)
 }

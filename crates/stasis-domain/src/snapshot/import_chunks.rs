@@ -11,16 +11,16 @@
 //! not touched for the pending time (a sweep's `KeysInUse`): its manifest
 //! is dropped, and its chunks are collected like any others nothing names.
 
-use super::{
-    chunk_claims::{self, Times},
-    chunk_table,
-    digest::ChunkHash,
-};
+use super::KILO_DB;
 use crate::{
-    DomainError, Refusal, params,
+    DomainError, Refusal,
+    chunk_store::{
+        claims::{self, Times},
+        digest::ChunkHash,
+    },
+    params,
     sql::{RowExt, SqlStore},
 };
-use std::collections::HashSet;
 
 /// The marks of manifests being written by an import.
 pub(super) const TABLE: &str = "CREATE TABLE IF NOT EXISTS snapshot_importing (
@@ -35,8 +35,8 @@ pub fn reserve(
     chunk_size: u64,
     expires_at: i64,
 ) -> Result<u64, DomainError> {
-    let version = super::rules::next_version(store)?;
-    chunk_table::add_manifest(store, version, chunk_size, &[])?;
+    let version = KILO_DB.next_version(store)?;
+    KILO_DB.add_manifest(store, version, chunk_size, &[])?;
     store.run(
         "INSERT INTO snapshot_importing (version, expires_at) VALUES (?1, ?2)",
         params![version, expires_at],
@@ -58,21 +58,11 @@ pub fn record(
         return Err(superseded(version));
     }
     let expires_at = times.pending_until;
-    let fresh = chunk_claims::record(store, chunks, times)?;
-    let (_, mut hashes) =
-        chunk_table::manifest(store, version)?.ok_or_else(|| superseded(version))?;
-    let named: HashSet<ChunkHash> = hashes.iter().copied().collect();
+    let fresh = claims::record(store, chunks, times)?;
     let batch: Vec<ChunkHash> = chunks.iter().map(|(hash, _)| *hash).collect();
-    let new: Vec<ChunkHash> = chunk_table::distinct(&batch)
-        .into_iter()
-        .filter(|hash| !named.contains(hash))
-        .collect();
-    chunk_table::reference(store, &new)?;
-    hashes.extend(batch);
-    store.run(
-        "UPDATE snapshot_manifests SET hashes = ?2 WHERE version = ?1",
-        params![version, hashes.concat()],
-    )?;
+    KILO_DB
+        .append(store, version, &batch)?
+        .ok_or_else(|| superseded(version))?;
     store.run(
         "UPDATE snapshot_importing SET expires_at = ?2 WHERE version = ?1",
         params![version, expires_at],
@@ -86,8 +76,9 @@ pub fn release(store: &impl SqlStore, version: u64, count: u64) -> Result<u64, D
     if !is_marked(store, version)? {
         return Err(superseded(version));
     }
-    let (chunk_size, hashes) =
-        chunk_table::manifest(store, version)?.ok_or_else(|| superseded(version))?;
+    let (chunk_size, hashes) = KILO_DB
+        .manifest(store, version)?
+        .ok_or_else(|| superseded(version))?;
     if u64::try_from(hashes.len()).ok() != Some(count) {
         return Err(DomainError::Storage(format!(
             "import snapshot version {version} names {} chunks, not {count}",
@@ -103,7 +94,7 @@ pub fn release(store: &impl SqlStore, version: u64, count: u64) -> Result<u64, D
 pub fn abandon(store: &impl SqlStore, version: u64) -> Result<(), DomainError> {
     if is_marked(store, version)? {
         unmark(store, version)?;
-        chunk_table::drop_manifest(store, version, 0)?;
+        KILO_DB.drop_manifest(store, version, 0)?;
     }
     Ok(())
 }

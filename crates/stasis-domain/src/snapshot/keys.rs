@@ -3,9 +3,9 @@
 //! row of its own table (the current snapshot, a put's reservation, an
 //! import's staged snapshot), so this reads across all of them.
 
-use super::{PENDING_TTL_MS, chunk_table, import_chunks, rules, staged};
+use super::{KILO_DB, PENDING_TTL_MS, import_chunks, rules, staged};
 use crate::{
-    DomainError, params,
+    DomainError, chunk_store, params,
     sql::{RowExt, SqlStore},
 };
 
@@ -27,8 +27,9 @@ pub fn keys_in_use(store: &impl SqlStore, now_ms: i64) -> Result<Vec<String>, Do
 /// so that no key is ever written twice.
 pub fn wipe(store: &impl SqlStore) -> Result<Vec<String>, DomainError> {
     let keys = named_keys(store)?;
-    chunk_table::drop_all_manifests(store)?;
-    chunk_table::release_all(store)?;
+    KILO_DB.drop_all_manifests(store)?;
+    // kilo.db is the agent's only owner of chunks yet: every chunk goes.
+    chunk_store::table::release_all(store)?;
     for table in [
         "snapshot_meta",
         "snapshot_inline",

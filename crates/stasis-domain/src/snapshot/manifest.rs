@@ -2,8 +2,7 @@
 //! size, and the sha256 of every chunk in order; and the rules a manifest
 //! must follow before any store is asked about its chunks.
 
-use super::digest;
-use crate::DomainError;
+use crate::{DomainError, chunk_store::digest};
 use serde::{Deserialize, Serialize};
 
 /// The smallest chunk size: one SQLite page of the default size.
@@ -16,11 +15,6 @@ pub const MAX_CHUNKS: usize = 32_768;
 /// The chunk size a client picks unless it has a reason not to: small
 /// enough that a turn's scattered pages move about 1% of a 25 MB file.
 pub const CLIENT_MIN_CHUNK_SIZE: u64 = 32 * 1024;
-/// The smallest chunk size the server's own split (a whole-file PUT) uses
-/// unless its store asks for larger ones
-/// ([`super::ports::BlobStore::min_split_chunk_size`]): fewer, larger chunks
-/// mean fewer KV writes and fsyncs.
-pub const SERVER_MIN_CHUNK_SIZE: u64 = 1024 * 1024;
 /// The most chunks the server's own split makes of a file of known size.
 pub const SERVER_MAX_CHUNKS: u64 = 1024;
 
@@ -126,6 +120,7 @@ fn invalid(message: impl Into<String>) -> DomainError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chunk_store::ports::SERVER_MIN_CHUNK_SIZE;
 
     fn manifest(size: u64, chunk_size: u64, count: usize) -> Manifest {
         Manifest {

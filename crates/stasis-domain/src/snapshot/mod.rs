@@ -1,22 +1,29 @@
 //! The agent's kilo.db snapshot.
 //!
 //! Small snapshots (up to the inline limit) live in the agent object's SQL;
-//! larger ones as chunks in a KV store, each an immutable key named by its
-//! sha256 and scoped to the agent, and the version's manifest (the ordered
-//! chunk list) in the agent object. A write stores its chunks first, then
-//! switches the metadata row to the new manifest in one step (re-checking
-//! `If-Match` there, since other calls may run while KV is written); chunks
-//! no version names any more are collected after. A reader therefore sees
-//! the old snapshot or the new one, never a mix, and every byte handed out
-//! is checked against its sha256.
+//! larger ones as chunks in the agent's chunk store ([`crate::chunk_store`]:
+//! immutable KV keys named by their sha256, reference-counted, claimed and
+//! collected there), and the version's manifest `{size, sha256, chunk_size,
+//! chunks}` here, as the chunk store's [`KILO_DB`] owner. A write stores its
+//! chunks first, then switches the metadata row to the new manifest in one
+//! step (re-checking `If-Match` there, since other calls may run while KV
+//! is written); chunks no version names any more are collected after. A
+//! reader therefore sees the old snapshot or the new one, never a mix, and
+//! every byte handed out is checked against its sha256.
 //!
-//! - [`execute`] runs the object's side ([`SnapshotCall`]) over its SQL.
-//! - [`saga`] drives a whole put/get/delete/sweep over two async
-//!   [`ports`]: the agent's object ([`ports::SnapshotObject`]) and the KV
-//!   store ([`ports::BlobStore`]). Each runtime runs it in its own process
-//!   (so the bytes stream and are hashed natively): the host over its agent
-//!   objects and KV folder, the edge worker over Durable Object calls and
-//!   Workers KV.
+//! What is kilo.db's own lives here: the inline snapshot, the single-key
+//! layout from before chunks, the whole-file PUT and GET ([`whole`]), the
+//! fixed-size manifest ([`manifest`]), the event watermark, an import's
+//! staged snapshot ([`staged`], [`import_chunks`]).
+//!
+//! - [`execute`] runs the object's side ([`SnapshotCall`], which carries
+//!   the chunk store's calls too) over its SQL.
+//! - [`saga`] drives a whole put/get/delete/sweep over two async ports:
+//!   the agent's object ([`ports::SnapshotObject`]) and the KV store
+//!   ([`crate::chunk_store::ports::BlobStore`]). Each runtime runs it in its
+//!   own process (so the bytes stream and are hashed natively): the host
+//!   over its agent objects and KV folder, the edge worker over Durable
+//!   Object calls and Workers KV.
 
 #![cfg_attr(
     feature = "schema",
@@ -29,10 +36,7 @@
 
 mod call;
 pub mod chunk_calls;
-pub mod chunk_claims;
 pub mod chunk_saga;
-mod chunk_table;
-mod digest;
 pub mod import_chunks;
 mod keys;
 pub mod manifest;
@@ -48,35 +52,16 @@ mod whole_reader;
 mod wire_bytes;
 
 pub use call::{Located, SnapshotCall, SnapshotReply, execute, is_write};
-pub use digest::{ChunkHash, RunningHash, from_hex, is_sha256_hex, sha256_hex, to_hex};
 pub use keys::wipe;
 pub use rules::{current_meta, too_large};
 pub use schema::migrate;
 
+use crate::chunk_store::{Owner, PENDING_CHUNK_TTL_MS};
 use serde::{Deserialize, Serialize};
 
-/// The KV bucket snapshots live in (on the edge: the namespace bound as
-/// `AGENT_DB_SNAPSHOTS_KV`).
-pub const KV_BUCKET: &str = "snapshots";
 /// The largest snapshot accepted unless the runtime is configured
 /// otherwise (1 GiB).
 pub const DEFAULT_SNAPSHOT_LIMIT: u64 = 1 << 30;
-/// An uploaded chunk no manifest names is kept this long (an upload in
-/// progress), then collected.
-pub const PENDING_CHUNK_TTL_MS: i64 = 60 * 60 * 1000;
-/// The most chunks one collection step deletes (Workers KV allows 1,000
-/// operations per invocation).
-pub const COLLECT_BATCH: u64 = 200;
-/// How long a collection's claim on its chunks lasts unless the runtime
-/// knows better: a claim older than this belongs to a collection that died
-/// (on the edge, an invocation cut short), and the next collection or
-/// upload takes it over. A collection step deletes at most
-/// [`COLLECT_BATCH`] keys, which takes well under a second.
-pub const DEFAULT_CLAIM_LEASE_MS: i64 = 30_000;
-/// How long a superseded (or deleted) version's chunks stay readable
-/// unless configured otherwise, so that a reader of that version is never
-/// cut: then they are collected.
-pub const DEFAULT_CHUNK_GRACE_MS: i64 = 5 * 60 * 1000;
 /// Snapshots up to this size are stored inline unless configured otherwise.
 pub const DEFAULT_INLINE_LIMIT: u64 = 1_048_576;
 /// The inline limit may not pass this: a Durable Object SQL row holds at
@@ -85,6 +70,20 @@ pub const MAX_INLINE_LIMIT: u64 = 1_999_000;
 /// A reservation older than this belongs to a put that died between its KV
 /// write and its metadata switch; a sweep may delete its key.
 pub const PENDING_TTL_MS: i64 = 15 * 60 * 1000;
+
+/// kilo.db snapshots as an owner of chunk store versions: their manifests,
+/// their version counter, and the marks of manifests whose whole-file
+/// sha256 this server computed over exactly their chunks' bytes (a
+/// whole-file PUT; a table of its own, so that a database from before it
+/// reads every manifest as not so marked).
+pub const KILO_DB: Owner = Owner {
+    manifests: "snapshot_manifests",
+    counter: "snapshot_counter",
+    marks: &[HASHED_MANIFESTS],
+};
+
+/// [`KILO_DB`]'s marks of manifests hashed by this server.
+const HASHED_MANIFESTS: &str = "snapshot_hashed_manifests";
 
 /// Where a snapshot's bytes live.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -191,7 +190,7 @@ pub struct PutRequest {
     #[serde(default = "default_pending_ttl")]
     pub pending_ttl_ms: i64,
     /// Collection claims made before this (ms) were abandoned (see
-    /// [`chunk_claims`]).
+    /// [`crate::chunk_store::claims`]).
     #[serde(default)]
     pub stale_before: i64,
     /// How long the superseded version's chunks stay readable (ms).
@@ -206,14 +205,6 @@ fn default_limit() -> u64 {
 fn default_pending_ttl() -> i64 {
     PENDING_CHUNK_TTL_MS
 }
-
-/// The KV key of one of an agent's chunks.
-pub fn chunk_key(key_prefix: &str, chunk: &str) -> String {
-    format!("{key_prefix}{CHUNKS_FOLDER}/{chunk}")
-}
-
-/// The folder under an agent's prefix that holds its chunks.
-pub const CHUNKS_FOLDER: &str = "chunks";
 
 /// A snapshot whose bytes are stored (in KV, or carried inline) under a
 /// reserved version that no metadata names yet: an import's, waiting for
@@ -237,9 +228,4 @@ pub struct StagedSnapshot {
     /// `version` ([`import_chunks`]).
     #[serde(default)]
     pub chunk_size: Option<u64>,
-}
-
-/// The KV key prefix of an agent's snapshots (the bucket holds nothing else).
-pub fn key_prefix(key: &crate::ids::AgentKey) -> String {
-    format!("{}/{}/{}/", key.town, key.rig, key.agent)
 }

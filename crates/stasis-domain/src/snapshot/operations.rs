@@ -5,14 +5,24 @@
 
 use super::{
     Committed, Located, Precondition, Reserved, SnapshotCall, SnapshotReply,
+    call::chunk_reply,
     chunk_calls::{ChunkSource, Plan},
-    chunk_claims::{Claim, Taken},
     manifest::Manifest,
 };
-use crate::typed_operation::{Operation, operations};
+use crate::{
+    chunk_store::operations::ChunkOperation,
+    typed_operation::{Operation, operations},
+};
 
 /// A snapshot step that reads as an `R`.
 pub type SnapshotOperation<R> = Operation<SnapshotCall, SnapshotReply, R>;
+
+/// A chunk store step as the snapshot step that carries it: how an object
+/// port that reaches the agent's object through snapshot steps runs the
+/// chunk store's.
+pub fn chunk_step<R: 'static>(step: ChunkOperation<R>) -> SnapshotOperation<R> {
+    step.within(SnapshotCall::Chunk, chunk_reply)
+}
 
 use SnapshotCall as C;
 use SnapshotReply as R;
@@ -55,16 +65,6 @@ operations! {
     /// Refuses unless `If-Match` holds now.
     check_precondition(precondition: Option<Precondition>) -> ()
         = C::CheckPrecondition { precondition }, R::Done => ();
-    /// Which of these chunks the store lacks.
-    missing(chunks: Vec<String>, pending_ttl_ms: i64) -> Vec<String>
-        = C::Missing { chunks, pending_ttl_ms }, R::Chunks(missing) => missing;
-    /// Claims chunks for an upload before their keys are written.
-    claim_uploads(chunks: Vec<String>, pending_ttl_ms: i64, stale_before: i64) -> Vec<Claim>
-        = C::ClaimUploads { chunks, pending_ttl_ms, stale_before }, R::Claims(claims) => claims;
-    /// Records chunks an upload claimed and KV now holds; whether each was
-    /// new.
-    record_chunks(chunks: Vec<(String, u64)>, pending_ttl_ms: i64) -> Vec<bool>
-        = C::RecordChunks { chunks, pending_ttl_ms }, R::Recorded(fresh) => fresh;
     /// Reserves an import's snapshot version; its manifest grows as chunks
     /// are recorded.
     import_reserve(chunk_size: u64, pending_ttl_ms: i64) -> Reserved
@@ -83,13 +83,4 @@ operations! {
     /// Where one chunk's bytes are.
     chunk_source(chunk: String) -> Option<ChunkSource>
         = C::ChunkSource { chunk }, R::ChunkAt(source) => source;
-    /// Takes up to `limit` unreferenced chunks for deletion.
-    collect_take(limit: u64, stale_before: i64) -> Taken<String>
-        = C::CollectTake { limit, stale_before }, R::Taken(taken) => taken;
-    /// The KV keys of a collection's chunks are deleted.
-    collect_done(chunks: Vec<String>, claim_at: i64) -> ()
-        = C::CollectDone { chunks, claim_at }, R::Done => ();
-    /// Takes for deletion the chunks found in KV that no row claims.
-    claim_orphans(chunks: Vec<String>) -> Taken<String>
-        = C::ClaimOrphans { chunks }, R::Taken(claimed) => claimed;
 }

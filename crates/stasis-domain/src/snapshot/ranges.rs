@@ -12,7 +12,7 @@ pub const KV_OPS_PER_INVOCATION: usize = 1_000;
 
 /// The most chunks one invocation reads: one KV read each, leaving room
 /// for the reads a chunk not yet visible retries
-/// ([`super::ports::BlobStore::propagation_delays_ms`]) and for the
+/// ([`crate::chunk_store::ports::BlobStore::propagation_delays_ms`]) and for the
 /// invocation's other operations.
 pub const RANGE_CHUNKS: usize = 900;
 

@@ -1,8 +1,7 @@
 //! The object's side of a snapshot: versions, reservations and the
 //! metadata switch. Which KV keys the rows name is [`super::keys`].
 
-use super::chunk_table;
-use super::{MAX_INLINE_LIMIT, Precondition, SnapshotMeta, StorageKind};
+use super::{KILO_DB, MAX_INLINE_LIMIT, Precondition, SnapshotMeta, StorageKind};
 use crate::{
     DomainError, Refusal, event_log, params,
     sql::{RowExt, SqlStore},
@@ -98,32 +97,13 @@ pub fn reserve(
         // becomes current, so versions count up in that order.
         return Ok((0, None));
     }
-    let version = next_version(store)?;
+    let version = KILO_DB.next_version(store)?;
     let key = format!("{key_prefix}v{version}");
     store.run(
         "INSERT INTO snapshot_pending (version, kv_key, reserved_at) VALUES (?1, ?2, ?3)",
         params![version, key.as_str(), now_ms],
     )?;
     Ok((version, Some(key)))
-}
-
-/// Hands out the next version number (never reused).
-pub fn next_version(store: &impl SqlStore) -> Result<u64, DomainError> {
-    let last = store
-        .first_row(
-            "SELECT last_version FROM snapshot_counter WHERE id = 1",
-            Vec::new(),
-        )?
-        .map(|row| row.uint(0))
-        .transpose()?
-        .unwrap_or(0);
-    let version = last + 1;
-    store.run(
-        "INSERT INTO snapshot_counter (id, last_version) VALUES (1, ?1)
-         ON CONFLICT (id) DO UPDATE SET last_version = excluded.last_version",
-        params![version],
-    )?;
-    Ok(version)
 }
 
 /// What a put switches the metadata to.
@@ -159,7 +139,7 @@ pub fn switch(
     if let Some((old, _)) = &previous
         && old.version != new.version
     {
-        chunk_table::drop_manifest(store, old.version, new.readable_until)?;
+        KILO_DB.drop_manifest(store, old.version, new.readable_until)?;
     }
     let superseded = previous.and_then(|(_, key)| key);
     let storage = if new.chunk_size.is_some() {
@@ -239,7 +219,7 @@ pub fn remove(store: &impl SqlStore, readable_until: i64) -> Result<Option<Strin
 /// chunks readable until `readable_until`).
 pub fn clear_current(store: &impl SqlStore, readable_until: i64) -> Result<(), DomainError> {
     if let Some((meta, _)) = current(store)? {
-        chunk_table::drop_manifest(store, meta.version, readable_until)?;
+        KILO_DB.drop_manifest(store, meta.version, readable_until)?;
     }
     store.run("DELETE FROM snapshot_meta", Vec::new())?;
     store.run("DELETE FROM snapshot_inline", Vec::new())?;

@@ -5,17 +5,21 @@
 //! written or read. The order is what makes a crash harmless: a KV key is
 //! written before the metadata names it and deleted only after the metadata
 //! stopped naming it, so a crash leaves at worst an orphaned key, which
-//! [`sweep`] removes. The ports it runs over are in [`super::ports`].
+//! [`sweep`] removes. It runs over the agent's object
+//! ([`super::ports::SnapshotObject`]) and the chunk store's KV port.
 
 use super::{
-    Located, PutRequest, Reserved, SnapshotMeta, StagedSnapshot, chunk_key, chunk_saga,
-    is_sha256_hex, operations as op, ports::fetch_visible, rules,
+    Located, PutRequest, Reserved, SnapshotMeta, StagedSnapshot, operations as op,
+    ports::SnapshotObject, rules,
 };
-use crate::{DomainError, Refusal};
-
-// Kept at their first paths, where the runtimes and tests name them.
-pub use super::digest::{CORRUPT, SHA256_MISMATCH};
-pub use super::ports::{BlobStore, LocalObject, SnapshotObject, run_ready};
+use crate::{
+    DomainError, Refusal,
+    chunk_store::{
+        self,
+        digest::{CORRUPT, SHA256_MISMATCH, is_sha256_hex},
+        ports::{BlobStore, fetch_visible},
+    },
+};
 
 /// The seconds a client is told to wait when a key is still propagating.
 pub const PROPAGATING_RETRY_AFTER_S: u64 = 2;
@@ -241,7 +245,7 @@ pub async fn delete(
         blobs.delete(&key).await?;
     }
     // A failure leaves them to the next collection.
-    let _ = chunk_saga::collect(object, blobs, key_prefix, aging.stale_before).await;
+    let _ = chunk_store::saga::collect(object, blobs, key_prefix, aging.stale_before).await;
     Ok(())
 }
 
@@ -256,57 +260,21 @@ pub async fn sweep(
     stale_before: i64,
 ) -> Result<u32, DomainError> {
     let removed = sweep_orphans(object, blobs, prefix).await?;
-    let collected = chunk_saga::collect_all(object, blobs, prefix, stale_before, 1_000).await?;
+    let collected =
+        chunk_store::saga::collect_all(object, blobs, prefix, stale_before, 1_000).await?;
     Ok(removed.saturating_add(u32::try_from(collected).unwrap_or(u32::MAX)))
 }
 
 /// The listing half of [`sweep`]: the KV keys under `prefix` with no row
-/// and no put in flight naming them go. Every upload claims its chunk's
-/// row before it writes the key, so an upload in flight is never taken.
+/// and no put in flight naming them go
+/// ([`crate::chunk_store::saga::sweep_listing`]).
 pub async fn sweep_orphans(
     object: &impl SnapshotObject,
     blobs: &impl BlobStore,
     prefix: &str,
 ) -> Result<u32, DomainError> {
     let in_use = object.run(op::keys_in_use()).await?;
-    let chunk_prefix = chunk_key(prefix, "");
-    let mut removed = 0;
-    let mut cursor = None;
-    // Bounded: a KV page holds up to 1,000 keys.
-    for _ in 0..1_000 {
-        let (keys, next) = blobs.list(prefix, cursor).await?;
-        let mut chunks = Vec::new();
-        for key in keys {
-            if let Some(chunk) = key.strip_prefix(&chunk_prefix) {
-                chunks.push(chunk.to_owned());
-            } else if !in_use.contains(&key) {
-                blobs.delete(&key).await?;
-                removed += 1;
-            }
-        }
-        removed += sweep_orphan_chunks(object, blobs, prefix, chunks).await?;
-        match next {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    Ok(removed)
-}
-
-/// Deletes the chunk keys found in KV that the object has no row for.
-async fn sweep_orphan_chunks(
-    object: &impl SnapshotObject,
-    blobs: &impl BlobStore,
-    prefix: &str,
-    found: Vec<String>,
-) -> Result<u32, DomainError> {
-    let found: Vec<String> = found.into_iter().filter(|c| is_sha256_hex(c)).collect();
-    if found.is_empty() {
-        return Ok(0);
-    }
-    let claimed = object.run(op::claim_orphans(found)).await?;
-    let went = chunk_saga::delete_chunks(object, blobs, prefix, claimed).await?;
-    Ok(u32::try_from(went).unwrap_or(u32::MAX))
+    chunk_store::saga::sweep_listing(object, blobs, prefix, &in_use).await
 }
 
 /// Removes the snapshot rows and then every KV key they named, and
@@ -322,7 +290,7 @@ pub async fn wipe(
     for key in object.run(op::wipe()).await? {
         blobs.delete(&key).await?;
     }
-    chunk_saga::collect_all(object, blobs, key_prefix, stale_before, max_steps)
+    chunk_store::saga::collect_all(object, blobs, key_prefix, stale_before, max_steps)
         .await
         .map(drop)
 }

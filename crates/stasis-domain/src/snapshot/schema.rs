@@ -1,6 +1,11 @@
-//! The agent object's snapshot tables.
+//! The agent object's snapshot tables: kilo.db's own, the chunk store's
+//! chunk table, and kilo.db's version tables as its owner ([`KILO_DB`]).
 
-use crate::sql::{SqlStore, StorageError};
+use super::KILO_DB;
+use crate::{
+    chunk_store,
+    sql::{SqlStore, StorageError},
+};
 
 const STATEMENTS: &[&str] = &[
     // The current snapshot; one row at most.
@@ -20,12 +25,6 @@ const STATEMENTS: &[&str] = &[
         id INTEGER PRIMARY KEY CHECK (id = 1),
         data BLOB NOT NULL
     )",
-    // The newest version ever handed out: versions (and so KV keys) are
-    // never reused, even after a delete.
-    "CREATE TABLE IF NOT EXISTS snapshot_counter (
-        id INTEGER PRIMARY KEY CHECK (id = 1),
-        last_version INTEGER NOT NULL
-    )",
     // KV keys being written by a put that has not switched the metadata
     // yet; a sweep leaves them alone until they are old.
     "CREATE TABLE IF NOT EXISTS snapshot_pending (
@@ -40,9 +39,8 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), StorageError> {
     for statement in STATEMENTS {
         store.run(statement, Vec::new())?;
     }
-    for statement in super::chunk_table::STATEMENTS {
-        store.run(statement, Vec::new())?;
-    }
+    chunk_store::migrate(store)?;
+    KILO_DB.migrate(store)?;
     store.run(super::staged::TABLE, Vec::new())?;
     store.run(super::import_chunks::TABLE, Vec::new())
 }

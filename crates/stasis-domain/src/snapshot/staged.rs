@@ -9,7 +9,7 @@
 //! is; once the import commits, aborts or is superseded, the row goes, and
 //! a collection or sweep removes what nothing names any more.
 
-use super::{StagedSnapshot, chunk_table, import_chunks, manifest::chunk_count, rules};
+use super::{KILO_DB, StagedSnapshot, import_chunks, manifest::chunk_count, rules};
 use crate::{
     DomainError, params,
     sql::{RowExt, SqlStore},
@@ -85,7 +85,7 @@ pub fn clear(store: &impl SqlStore) -> Result<(), DomainError> {
     if let Some(staged) = load(store)?
         && staged.chunk_size.is_some()
     {
-        chunk_table::drop_manifest(store, staged.version, 0)?;
+        KILO_DB.drop_manifest(store, staged.version, 0)?;
     }
     import_chunks::abandon_all(store)?;
     forget(store)
@@ -111,7 +111,7 @@ pub fn commit(store: &impl SqlStore, now_ms: i64) -> Result<bool, DomainError> {
         return Ok(false);
     };
     let version = match (&staged.kv_key, staged.chunk_size) {
-        (None, None) => rules::next_version(store)?,
+        (None, None) => KILO_DB.next_version(store)?,
         _ => staged.version,
     };
     rules::switch(
@@ -146,7 +146,7 @@ fn load(store: &impl SqlStore) -> Result<Option<StagedSnapshot>, DomainError> {
     // chunked one has a manifest under its version.
     let chunk_size = match (&kv_key, row.get(5)) {
         (None, None | Some(crate::sql::SqlValue::Null)) if version > 0 => {
-            chunk_table::manifest(store, version)?.map(|(size, _)| size)
+            KILO_DB.manifest(store, version)?.map(|(size, _)| size)
         }
         _ => None,
     };

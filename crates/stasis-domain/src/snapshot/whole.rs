@@ -9,17 +9,23 @@
 
 use super::{
     MAX_INLINE_LIMIT, PutRequest, SnapshotMeta, StagedSnapshot,
-    chunk_claims::Claim,
     chunk_saga::{self, CommitRequest},
-    digest::{RunningHash, SHA256_MISMATCH},
     manifest::{Manifest, server_chunk_size},
     operations as snapshot_op,
-    ports::{BlobStore, SnapshotObject, StagedChunk},
+    ports::SnapshotObject,
     rules, saga,
 };
-use crate::DomainError;
+use crate::{
+    DomainError,
+    chunk_store::{
+        self,
+        claims::Claim,
+        digest::{RunningHash, SHA256_MISMATCH},
+        ports::{BlobStore, StagedChunk},
+    },
+};
 
-pub use super::whole_reader::{WholeReader, read_chunk};
+pub use super::whole_reader::WholeReader;
 
 /// Chunks staged before they are claimed, published and recorded, at
 /// most (and at most the store's [`BlobStore::max_staged_bytes`]).
@@ -135,12 +141,12 @@ impl WholeWriter {
         blobs.staged_names().await?;
         let mut staged = std::mem::take(&mut self.unrecorded);
         let batch = named(&staged)?;
-        let upload = chunk_saga::Upload {
+        let upload = chunk_store::saga::Upload {
             pending_ttl_ms: self.request.pending_ttl_ms,
             stale_before: self.request.stale_before,
         };
         let names = batch.iter().map(|(name, _)| name.clone()).collect();
-        let claims = chunk_saga::claim(object, blobs, names, upload).await?;
+        let claims = chunk_store::saga::claim(object, blobs, names, upload).await?;
         for (chunk, claim) in staged.iter_mut().zip(&claims) {
             if *claim == Claim::Held {
                 chunk.skip();
@@ -150,7 +156,9 @@ impl WholeWriter {
         self.chunks
             .extend(batch.iter().map(|(name, _)| name.clone()));
         match self.target {
-            Target::Commit => chunk_saga::record(object, batch, upload).await.map(drop),
+            Target::Commit => chunk_store::saga::record(object, batch, upload)
+                .await
+                .map(drop),
             Target::Import(version) => {
                 let version = match version {
                     Some(version) => version,

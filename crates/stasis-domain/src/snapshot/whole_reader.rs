@@ -7,25 +7,16 @@
 use super::{
     SnapshotMeta,
     chunk_calls::{ChunkSource, Plan},
-    chunk_key, chunk_saga,
-    digest::CORRUPT,
-    digest::RunningHash,
-    ports::{BlobStore, fetch_visible},
     ranges,
 };
-use crate::DomainError;
-
-/// One chunk's bytes from KV (retried while KV does not show them yet),
-/// verified against its name.
-pub async fn read_chunk(
-    blobs: &impl BlobStore,
-    key_prefix: &str,
-    name: &str,
-) -> Result<Vec<u8>, DomainError> {
-    let bytes = fetch_visible(blobs, &chunk_key(key_prefix, name)).await?;
-    chunk_saga::verify_chunk(blobs, name, &bytes).await?;
-    Ok(bytes)
-}
+use crate::{
+    DomainError,
+    chunk_store::{
+        digest::{CORRUPT, RunningHash},
+        ports::{BlobStore, fetch_visible},
+        saga::read_chunk,
+    },
+};
 
 /// A whole-file GET in progress.
 pub struct WholeReader {

@@ -6,10 +6,11 @@
 use stasis_domain::{
     DomainError,
     agent::{self, ObjectEnv},
-    snapshot::{
-        self, PutRequest,
-        saga::{BlobStore, LocalObject},
+    chunk_store::{
+        self,
+        ports::{BlobStore, LocalObject},
     },
+    snapshot::PutRequest,
 };
 use stasis_sqlite::SqliteStore;
 use std::{cell::RefCell, collections::BTreeMap};
@@ -97,7 +98,7 @@ pub fn put_request(key_prefix: &str, limit: u64, stale_before: i64) -> PutReques
         inline_limit: 1024,
         key_prefix: key_prefix.into(),
         limit,
-        pending_ttl_ms: snapshot::PENDING_CHUNK_TTL_MS,
+        pending_ttl_ms: chunk_store::PENDING_CHUNK_TTL_MS,
         stale_before,
         grace_ms: 0,
     }

@@ -14,7 +14,10 @@
 use super::folder::{BucketHandle, KvError, KvFolder};
 use stasis_domain::{
     DomainError,
-    snapshot::{KV_BUCKET, RunningHash, ports::StagedChunk, saga::BlobStore},
+    chunk_store::{
+        KV_BUCKET, RunningHash,
+        ports::{BlobStore, StagedChunk},
+    },
 };
 use std::sync::Arc;
 use writing::{Unsettled, WholeHashing};

@@ -11,7 +11,11 @@ use bytes::Bytes;
 use futures::Stream;
 use stasis_domain::{
     DomainError,
-    snapshot::{chunk_key, chunk_saga, sha256_hex, whole},
+    chunk_store::{
+        chunk_key,
+        saga::{check_chunk, read_chunk},
+        sha256_hex,
+    },
 };
 
 /// The least a piece sent gathers: small chunks (a client's, 32 KiB) go
@@ -79,10 +83,10 @@ impl HostBlobs {
         let key = chunk_key(key_prefix, name);
         match self.kv.get(&self.bucket, &key).map_err(kv_error)? {
             Some(bytes) => {
-                chunk_saga::check_chunk(name, &sha256_hex(&bytes), bytes.len())?;
+                check_chunk(name, &sha256_hex(&bytes), bytes.len())?;
                 Ok(bytes)
             }
-            None => runtime.block_on(whole::read_chunk(self, key_prefix, name)),
+            None => runtime.block_on(read_chunk(self, key_prefix, name)),
         }
     }
 }

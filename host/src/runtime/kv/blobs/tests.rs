@@ -1,6 +1,6 @@
 use super::{writing::WRITES_IN_FLIGHT, *};
 use futures::StreamExt as _;
-use stasis_domain::snapshot::{chunk_key, sha256_hex};
+use stasis_domain::chunk_store::{chunk_key, sha256_hex};
 use stasis_sqlite::Durability;
 
 const PREFIX: &str = "t/r/a/";

@@ -13,7 +13,7 @@ use super::{
 use bytes::Bytes;
 use stasis_domain::{
     DomainError,
-    snapshot::{RunningHash, chunk_key, ports::ChunkName, sha256_hex},
+    chunk_store::{RunningHash, chunk_key, ports::ChunkName, sha256_hex},
 };
 use std::{
     collections::VecDeque,

@@ -1,4 +1,5 @@
-//! The snapshot's content hash, and the codes of bytes that fail it.
+//! The chunk store's content hash (sha256: a chunk's name, a whole file's
+//! check), and the codes of bytes that fail it.
 
 use sha2::{Digest, Sha256};
 
@@ -25,6 +26,11 @@ pub fn to_hex(hash: &ChunkHash) -> String {
         out.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     out
+}
+
+/// Lowercase hex of each raw sha256.
+pub fn to_hex_all(hashes: &[ChunkHash]) -> Vec<String> {
+    hashes.iter().map(to_hex).collect()
 }
 
 /// The raw sha256 that 64 hex digits (either case) spell.

@@ -19,8 +19,8 @@
 //! Rows marked `gone` by an older version of this table read as no row.
 
 use super::{
-    chunk_table::{DELETING, STORED, UPLOADING, distinct, each_batch, hash_of, keep_until},
     digest::{self, ChunkHash},
+    table::{DELETING, STORED, UPLOADING, distinct, each_batch, hash_of, keep_until},
 };
 use crate::{
     DomainError, Refusal, params,
@@ -54,6 +54,18 @@ pub struct Times {
     pub pending_until: i64,
     /// Collection claims made before this were abandoned.
     pub stale_before: i64,
+}
+
+impl Times {
+    /// The clock of a claim made at `now`, whose chunks no manifest names
+    /// are kept `pending_ttl_ms`.
+    pub fn at(now: i64, pending_ttl_ms: i64, stale_before: i64) -> Self {
+        Self {
+            now_ms: now,
+            pending_until: now.saturating_add(pending_ttl_ms),
+            stale_before,
+        }
+    }
 }
 
 /// Each chunk's state and when it last changed.

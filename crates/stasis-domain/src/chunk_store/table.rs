@@ -1,7 +1,8 @@
-//! The agent object's record of its chunks: which ones KV holds, how many
-//! manifests name each, and the manifests themselves. Which chunks exist is
-//! answered from this table alone, never from KV; who may write or delete a
-//! chunk's key is [`super::chunk_claims`]'.
+//! The agent object's record of its chunks: which ones KV holds, and how
+//! many versions (of any owner) name each. Which chunks exist is answered
+//! from this table alone, never from KV; who may write or delete a chunk's
+//! key is [`super::claims`]'; which versions name which chunks is each
+//! owner's manifest table ([`super::manifests`]).
 
 use super::digest::{self, ChunkHash};
 use crate::{
@@ -10,8 +11,9 @@ use crate::{
 };
 use std::collections::{HashMap, HashSet};
 
-/// The tables: chunk rows, and the manifests (the current one, and an
-/// import's, staged or being written) by version.
+/// The chunk rows, one per chunk of the agent whoever names it. The table
+/// keeps the name it had when kilo.db snapshots were its only owner: a
+/// deployed object's rows are read as they are.
 pub(super) const STATEMENTS: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS snapshot_chunks (
         hash BLOB PRIMARY KEY,
@@ -23,20 +25,9 @@ pub(super) const STATEMENTS: &[&str] = &[
     )",
     "CREATE INDEX IF NOT EXISTS snapshot_chunks_by_refs
         ON snapshot_chunks (refs, state, pending_until)",
-    "CREATE TABLE IF NOT EXISTS snapshot_manifests (
-        version INTEGER PRIMARY KEY,
-        chunk_size INTEGER NOT NULL,
-        hashes BLOB NOT NULL
-    )",
-    // Manifests whose whole-file sha256 this server computed over exactly
-    // their chunks' bytes (a whole-file PUT). A table of its own, so that
-    // a database from before it reads every manifest as not so marked.
-    "CREATE TABLE IF NOT EXISTS snapshot_hashed_manifests (
-        version INTEGER PRIMARY KEY
-    )",
 ];
 
-/// A chunk's states (see [`super::chunk_claims`]).
+/// A chunk's states (see [`super::claims`]).
 pub(super) const UPLOADING: &str = "uploading";
 pub(super) const STORED: &str = "stored";
 pub(super) const DELETING: &str = "deleting";
@@ -54,6 +45,17 @@ pub fn parse_all(hashes: &[String], code: &str) -> Result<Vec<ChunkHash>, Domain
             })
         })
         .collect()
+}
+
+/// Hex names with their sizes, parsed (a malformed name: 400
+/// `invalid_id`).
+pub fn parse_sized(chunks: &[(String, u64)]) -> Result<Vec<(ChunkHash, u64)>, DomainError> {
+    let mut parsed = Vec::with_capacity(chunks.len());
+    for (hex, size) in chunks {
+        let hash = parse_all(std::slice::from_ref(hex), "invalid_id")?;
+        parsed.extend(hash.into_iter().map(|h| (h, *size)));
+    }
+    Ok(parsed)
 }
 
 /// `hashes` once each, in first-seen order.
@@ -140,21 +142,6 @@ pub fn stored_size(store: &impl SqlStore, hash: &ChunkHash) -> Result<Option<u64
     Ok(stored_sizes(store, &[*hash])?.get(hash).copied())
 }
 
-/// Adds a manifest row and counts one more reference to each chunk it
-/// names.
-pub fn add_manifest(
-    store: &impl SqlStore,
-    version: u64,
-    chunk_size: u64,
-    hashes: &[ChunkHash],
-) -> Result<(), DomainError> {
-    store.run(
-        "INSERT OR REPLACE INTO snapshot_manifests (version, chunk_size, hashes) VALUES (?1, ?2, ?3)",
-        params![version, chunk_size, hashes.concat()],
-    )?;
-    reference(store, &distinct(hashes))
-}
-
 /// Counts one more reference to each of `hashes` (distinct ones).
 pub fn reference(store: &impl SqlStore, hashes: &[ChunkHash]) -> Result<(), DomainError> {
     // A committed chunk is no longer an upload in progress: once no
@@ -168,61 +155,17 @@ pub fn reference(store: &impl SqlStore, hashes: &[ChunkHash]) -> Result<(), Doma
     )
 }
 
-/// Drops a manifest row, if any, and its references; the chunks no
-/// manifest names any more stay readable until `readable_until` (a reader
-/// of the dropped version may still be reading them).
-pub fn drop_manifest(
+/// Counts one reference less to each of `hashes` (distinct ones: a
+/// version stopped naming them); the chunks no version names any more stay
+/// readable until `readable_until` (a reader of that version may still be
+/// reading them).
+pub fn release(
     store: &impl SqlStore,
-    version: u64,
+    hashes: &[ChunkHash],
     readable_until: i64,
 ) -> Result<(), DomainError> {
-    let Some((_, hashes)) = manifest(store, version)? else {
-        return Ok(());
-    };
-    store.run(
-        "DELETE FROM snapshot_manifests WHERE version = ?1",
-        params![version],
-    )?;
-    store.run(
-        "DELETE FROM snapshot_hashed_manifests WHERE version = ?1",
-        params![version],
-    )?;
-    let named = distinct(&hashes);
-    adjust_refs(store, &named, -1)?;
-    keep_until(store, &named, readable_until)
-}
-
-/// Marks a version's manifest as one whose whole-file sha256 this server
-/// computed over its chunks' bytes.
-pub fn mark_hashed(store: &impl SqlStore, version: u64) -> Result<(), DomainError> {
-    store.run(
-        "INSERT OR REPLACE INTO snapshot_hashed_manifests (version) VALUES (?1)",
-        params![version],
-    )?;
-    Ok(())
-}
-
-/// Whether [`mark_hashed`] marked the version's manifest.
-pub fn is_hashed(store: &impl SqlStore, version: u64) -> Result<bool, DomainError> {
-    Ok(store
-        .first_row(
-            "SELECT 1 FROM snapshot_hashed_manifests WHERE version = ?1",
-            params![version],
-        )?
-        .is_some())
-}
-
-/// Drops every manifest row (the agent is destroyed or replaced).
-pub fn drop_all_manifests(store: &impl SqlStore) -> Result<(), DomainError> {
-    let versions: Vec<u64> = store
-        .execute("SELECT version FROM snapshot_manifests", Vec::new())?
-        .iter()
-        .map(|row| row.uint(0))
-        .collect::<Result<_, _>>()?;
-    for version in versions {
-        drop_manifest(store, version, 0)?;
-    }
-    Ok(())
+    adjust_refs(store, hashes, -1)?;
+    keep_until(store, hashes, readable_until)
 }
 
 fn adjust_refs(store: &impl SqlStore, hashes: &[ChunkHash], delta: i64) -> Result<(), DomainError> {
@@ -235,28 +178,9 @@ fn adjust_refs(store: &impl SqlStore, hashes: &[ChunkHash], delta: i64) -> Resul
     )
 }
 
-/// A version's manifest: its chunk size and chunk hashes.
-pub fn manifest(
-    store: &impl SqlStore,
-    version: u64,
-) -> Result<Option<(u64, Vec<ChunkHash>)>, DomainError> {
-    let Some(row) = store.first_row(
-        "SELECT chunk_size, hashes FROM snapshot_manifests WHERE version = ?1",
-        params![version],
-    )?
-    else {
-        return Ok(None);
-    };
-    // An empty blob may come back as NULL from some SQL stores.
-    let blob = row.blob(1).unwrap_or_default();
-    let hashes = blob
-        .chunks_exact(32)
-        .map(|raw| ChunkHash::try_from(raw).unwrap_or([0; 32]))
-        .collect();
-    Ok(Some((row.uint(0)?, hashes)))
-}
-
-/// Every chunk goes to collection at once (the agent is destroyed).
+/// Every chunk of the agent goes to collection at once, whichever owner
+/// named it (the agent is destroyed or replaced: every owner's versions
+/// went).
 pub fn release_all(store: &impl SqlStore) -> Result<(), DomainError> {
     // An upload in flight keeps its claim: its row goes once abandoned.
     store.run(
