@@ -1,7 +1,7 @@
 //! A sha256 as manifests hold it: 32 raw bytes in memory, lowercase hex in
 //! JSON (either case accepted on input).
 
-use crate::snapshot::{from_hex, to_hex};
+use crate::chunk_store::{from_hex, to_hex};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 use std::fmt;
