@@ -4,7 +4,8 @@
 //! measured to), then once more from the spawn to a prompt (sent as soon as kilo is healthy)
 //! reaching the model (what the continuation on the next container is measured to).
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
+use stasis_kilo_harness::supervision::log::poll;
 use stasis_kilo_harness::{FakeModel, Kilo, KiloOptions, Reply, Script};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -35,14 +36,20 @@ pub fn measure(dir: &Path) -> Result<BareKilo> {
 
     let spawned = Instant::now();
     let kilo = Kilo::start(&options)?;
-    poll("the session served again", || {
-        Ok(kilo
-            .api()
-            .messages(&session)
-            .ok()
-            .filter(|m| m.len() >= 2)
-            .map(drop))
-    })?;
+    // The supervision story's own poll, so that both figures are polled alike.
+    poll(
+        "the session served again",
+        PATIENCE,
+        || Ok(()),
+        || {
+            Ok(kilo
+                .api()
+                .messages(&session)
+                .ok()
+                .filter(|m| m.len() >= 2)
+                .map(drop))
+        },
+    )?;
     let restart_to_served = spawned.elapsed();
     kilo.kill();
 
@@ -50,9 +57,12 @@ pub fn measure(dir: &Path) -> Result<BareKilo> {
     let spawned = Instant::now();
     let kilo = Kilo::start(&options)?;
     kilo.api().prompt_async(&session, "And after that?")?;
-    poll("the prompt at the model", || {
-        Ok((model_turns(&model) > before).then_some(()))
-    })
+    poll(
+        "the prompt at the model",
+        PATIENCE,
+        || Ok(()),
+        || Ok((model_turns(&model) > before).then_some(())),
+    )
     .context("kilo's own start to the model")?;
     let start_to_model = spawned.elapsed();
     kilo.kill();
@@ -70,16 +80,4 @@ fn model_turns(model: &FakeModel) -> usize {
         .iter()
         .filter(|r| !r.is_title_request())
         .count()
-}
-
-fn poll(what: &str, mut check: impl FnMut() -> Result<Option<()>>) -> Result<()> {
-    let deadline = Instant::now() + PATIENCE;
-    while Instant::now() < deadline {
-        if check()?.is_some() {
-            return Ok(());
-        }
-        // The stories poll every 50 ms too.
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    bail!("waited {PATIENCE:?} for {what}, in vain")
 }

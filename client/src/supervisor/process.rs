@@ -165,11 +165,6 @@ impl Spawned {
         }
     }
 
-    /// When it was spawned.
-    pub(crate) fn started(&self) -> Instant {
-        self.runtime.started
-    }
-
     /// SIGKILL to its whole group (a start abandoned).
     pub(crate) fn kill(&self) {
         self.runtime.kill();

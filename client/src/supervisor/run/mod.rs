@@ -58,7 +58,7 @@ pub(super) struct Loop<'c> {
     registered: Option<(Option<String>, Option<u16>)>,
     last_fence_check: Instant,
     signals: u32,
-    /// When the last runtime was spawned.
+    /// When the last spawn was tried (a start that failed ran for no time).
     last_spawn: Instant,
 }
 
@@ -116,7 +116,7 @@ impl<'c> Loop<'c> {
                 },
                 Err(e) if e.is_fenced() => return Outcome::Fenced(e),
                 Err(e) => {
-                    (self.log)(&format!("the runtime did not start: {e}"));
+                    self.not_started(&e);
                     (None, None, self.last_spawn)
                 }
             };
@@ -195,7 +195,9 @@ impl<'c> Loop<'c> {
         let id = self.next_run;
         self.next_run += 1;
         let sender = self.sender.clone();
-        let spawned = process::spawn(
+        // Taken before the spawn, so that a spawn that fails counts as a run of no time.
+        self.last_spawn = Instant::now();
+        process::spawn(
             &self.options.command,
             env,
             &self.options.workdir(),
@@ -203,9 +205,7 @@ impl<'c> Loop<'c> {
             move |exit| {
                 let _ = sender.send(Msg::Exited { run: id, exit });
             },
-        )?;
-        self.last_spawn = spawned.started();
-        Ok(spawned)
+        )
     }
 
     fn not_started(&self, error: &Error) {
