@@ -176,6 +176,20 @@ fn client() -> &'static ureq::Agent {
     })
 }
 
+/// The request with its own whole-exchange limit, when it has one.
+fn with_timeout<S: ureq::AsSendBody>(
+    request: ureq::http::Request<S>,
+    timeout: Option<Duration>,
+) -> ureq::http::Request<S> {
+    match timeout {
+        Some(limit) => client()
+            .configure_request(request)
+            .timeout_global(Some(limit))
+            .build(),
+        None => request,
+    }
+}
+
 /// Which credentials a request carries.
 #[derive(Debug, Clone)]
 enum Auth {
@@ -193,6 +207,7 @@ pub struct Call {
     auth: Auth,
     headers: Vec<(String, String)>,
     body: Option<Vec<u8>>,
+    patient: bool,
 }
 
 /// Starts a request to `path` (which begins with `/`), carrying an admin token.
@@ -203,8 +218,14 @@ pub fn call(method: &str, path: &str) -> Call {
         auth: Auth::Admin,
         headers: Vec::new(),
         body: None,
+        patient: false,
     }
 }
+
+/// How long a [`Call::patient`] request may take: the suite's large
+/// exchanges move hundreds of megabytes through `wrangler dev` on a loaded
+/// 2-core machine, and they test correctness, not speed.
+const PATIENT_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl Call {
     /// Sends `token` as a bearer token instead of the admin token.
@@ -237,6 +258,12 @@ impl Call {
             .body(value.to_string())
     }
 
+    /// Waits up to ten minutes for the whole exchange, not two.
+    pub fn patient(mut self) -> Self {
+        self.patient = true;
+        self
+    }
+
     /// Sends these bytes as the body, adding no `Content-Type`.
     pub fn body(mut self, bytes: impl Into<Vec<u8>>) -> Self {
         self.body = Some(bytes.into());
@@ -262,9 +289,16 @@ impl Call {
             Auth::Header(value) => builder = builder.header("Authorization", value),
             Auth::Nothing => {}
         }
+        let timeout = self.patient.then_some(PATIENT_TIMEOUT);
         let sent = match self.body {
-            Some(body) => client().run(builder.body(body).expect("request parts are valid")),
-            None => client().run(builder.body(()).expect("request parts are valid")),
+            Some(body) => client().run(with_timeout(
+                builder.body(body).expect("request parts are valid"),
+                timeout,
+            )),
+            None => client().run(with_timeout(
+                builder.body(()).expect("request parts are valid"),
+                timeout,
+            )),
         };
         let response = sent.unwrap_or_else(|e| panic!("{} {url} failed: {e}", self.method));
         let reply = Reply::from_response(response);

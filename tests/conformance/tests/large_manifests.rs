@@ -102,7 +102,7 @@ fn populate(agent: &Agent) -> (Vec<String>, Kilo) {
 }
 
 fn export_bytes(agent: &Agent) -> Vec<u8> {
-    let reply = call("GET", &agent.path("/export")).send();
+    let reply = call("GET", &agent.path("/export")).patient().send();
     assert_eq!(reply.status, 200, "export: {}", reply.text());
     assert!(
         reply.body.len() > 64 * 1024 * 1024,
@@ -114,6 +114,7 @@ fn export_bytes(agent: &Agent) -> Vec<u8> {
 
 fn import(agent: &Agent, query: &str, body: Vec<u8>) -> Reply {
     call("PUT", &agent.path(&format!("/import{query}")))
+        .patient()
         .header("Content-Type", "application/json")
         .header("Expect", "")
         .body(body)

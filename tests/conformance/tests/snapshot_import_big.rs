@@ -25,13 +25,14 @@ const SIZE: usize = 40_000_000;
 const SERVER_CHUNK: usize = 1024 * 1024;
 
 fn export_bytes(agent: &Agent) -> Vec<u8> {
-    let reply = call("GET", &agent.path("/export")).send();
+    let reply = call("GET", &agent.path("/export")).patient().send();
     assert_eq!(reply.status, 200, "export: {}", reply.text());
     reply.body
 }
 
 fn import(agent: &Agent, body: Vec<u8>) -> Reply {
     call("PUT", &agent.path("/import"))
+        .patient()
         .header("Content-Type", "application/json")
         .header("Expect", "")
         .body(body)
