@@ -1,9 +1,7 @@
 //! The worker's [`Objects`] port: calls go to each object's Durable Object.
 
 use serde::de::DeserializeOwned;
-use stasis_api::{
-    Objects, settings::StorageSettings, sse::Tail, summariser::SummariserSettings,
-};
+use stasis_api::{Objects, settings::StorageSettings, sse::Tail, summariser::SummariserSettings};
 use stasis_domain::{
     DomainError,
     fence::Fence,
@@ -38,11 +36,7 @@ pub struct EdgeObjects {
 
 impl EdgeObjects {
     /// Objects of this worker's environment.
-    pub fn new(
-        env: Env,
-        storage: StorageSettings,
-        summariser: Option<SummariserSettings>,
-    ) -> Self {
+    pub fn new(env: Env, storage: StorageSettings, summariser: Option<SummariserSettings>) -> Self {
         Self {
             env,
             storage,
