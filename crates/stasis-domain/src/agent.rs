@@ -92,7 +92,6 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
     snapshot::migrate(store)?;
     agent_state::migrate(store)?;
     crate::fence::migrate(store)?;
-    summary_cache::migrate(store)?;
     Ok(())
 }
 
