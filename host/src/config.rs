@@ -20,6 +20,8 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// Folder holding every object's database and the KV blobs.
     pub data_dir: PathBuf,
+    /// Folder for compiled components; `None`: `cache` in `data_dir`.
+    pub cache_dir: Option<PathBuf>,
     /// Whether a commit waits for fsync.
     pub durability: Durability,
     /// Retention: events kept per agent.

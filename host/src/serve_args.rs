@@ -14,6 +14,11 @@ pub struct ServeArgs {
     /// Folder for every object's SQLite database and the KV blobs.
     #[arg(long, env = "STASIS_DATA_DIR", default_value = "./stasis-data")]
     data_dir: PathBuf,
+    /// Folder for the compiled components (machine code wasmtime made from
+    /// the guests, kept so that a start skips compiling them); by default
+    /// `cache` in the data folder. Hosts of one build may share it.
+    #[arg(long, env = "STASIS_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
     /// `fsync`: an acknowledged write survives power loss (default).
     /// `os`: it survives a killed process, not a power cut; faster.
     #[arg(long, env = "STASIS_DURABILITY", default_value = "fsync", value_parser = config::parse_durability)]
@@ -156,6 +161,7 @@ impl ServeArgs {
         Ok(ServeConfig {
             listen: self.listen,
             data_dir: self.data_dir,
+            cache_dir: self.cache_dir,
             durability: self.durability,
             max_events_per_agent: self.max_events_per_agent,
             snapshot_inline_limit: self.snapshot_inline_limit,

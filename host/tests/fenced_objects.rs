@@ -34,6 +34,11 @@ fn objects(data: &std::path::Path) -> HostObjects {
     let config = ServeConfig {
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         data_dir: data.to_path_buf(),
+        // Shared with the other host tests (host/tests/support).
+        cache_dir: Some(std::env::var_os("STASIS_CACHE_DIR").map_or_else(
+            || std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("compiled-components"),
+            std::path::PathBuf::from,
+        )),
         durability: stasis_sqlite::Durability::Os,
         max_events_per_agent: 100,
         snapshot_inline_limit: snapshot::DEFAULT_INLINE_LIMIT,

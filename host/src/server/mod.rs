@@ -119,7 +119,11 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
 pub fn build_api(config: &ServeConfig) -> anyhow::Result<Arc<Api<HostObjects>>> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data folder {}", config.data_dir.display()))?;
-    let components = Components::load(&config.data_dir.join("cache"))?;
+    let cache_dir = config
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| config.data_dir.join("cache"));
+    let components = Components::load(&cache_dir)?;
     let objects = HostObjects::new(components, config);
     let api =
         Api::new(objects, config.keys.clone()).with_import_limit(config.server.max_import_bytes);

@@ -82,6 +82,8 @@ impl Server {
                 "--data-dir",
             ])
             .arg(data_dir)
+            .arg("--cache-dir")
+            .arg(shared_cache_dir())
             .args(extra)
             .env("STASIS_SECRET", SECRET)
             // Superseded chunks go at once, so that tests see collections
@@ -203,19 +205,27 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// Puts compiled components into `data_dir/cache`, so that the server started on it skips
-/// compiling them (tens of seconds in a debug build). The first call in a test binary starts a
-/// server once to compile them into a folder under `CARGO_TARGET_TMPDIR`; later calls copy.
+/// The compiled components every host test binary shares: `STASIS_CACHE_DIR` when set
+/// (scripts/test shares one folder with every server it starts), else a folder under
+/// `CARGO_TARGET_TMPDIR`. Each file is named by its guest's and the engine's hash, so a build
+/// with other guests adds its own files and never loads another's.
+pub fn shared_cache_dir() -> std::path::PathBuf {
+    std::env::var_os("STASIS_CACHE_DIR").map_or_else(
+        || Path::new(env!("CARGO_TARGET_TMPDIR")).join("compiled-components"),
+        std::path::PathBuf::from,
+    )
+}
+
+/// Puts compiled components into `data_dir/cache`, for a server started there without
+/// `--cache-dir` (compiling them takes tens of seconds in a debug build). The first call in a
+/// test binary starts a server once, which compiles into [`shared_cache_dir`] only what it
+/// lacks; every call copies that folder.
 pub fn with_compiled_components(data_dir: &Path) {
     static COMPILED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     let compiled = COMPILED.get_or_init(|| {
-        let shared = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("{}-components", env!("CARGO_CRATE_NAME")));
-        let _ = std::fs::remove_dir_all(&shared);
         let warm = tempfile::tempdir().expect("temp dir");
         drop(Server::start(warm.path(), &[]));
-        copy_files(&warm.path().join("cache"), &shared);
-        shared
+        shared_cache_dir()
     });
     copy_files(compiled, &data_dir.join("cache"));
 }
@@ -223,7 +233,11 @@ pub fn with_compiled_components(data_dir: &Path) {
 fn copy_files(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("cache dir");
     for entry in std::fs::read_dir(from).expect("compiled components") {
-        let entry = entry.expect("entry");
-        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+        let path = entry.expect("entry").path();
+        // Only whole files: another server may be writing a `.tmp<pid>` beside them.
+        if path.extension().is_some_and(|ext| ext == "cwasm") {
+            let name = path.file_name().expect("a file name");
+            std::fs::copy(&path, to.join(name)).expect("copy");
+        }
     }
 }

@@ -43,6 +43,10 @@ pub struct DemoArgs {
     /// and print where it is.
     #[arg(long)]
     keep: bool,
+    /// Where the in-process host keeps its compiled components, as `stasis
+    /// serve --cache-dir` [default: in the temporary folder].
+    #[arg(long, env = "STASIS_CACHE_DIR")]
+    cache_dir: Option<std::path::PathBuf>,
     /// Print only the step headings and the summary.
     #[arg(long, short)]
     quiet: bool,
@@ -66,7 +70,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let root = temp.path().to_path_buf();
     let target = match &args.url {
         Some(url) => Target::remote(url, args.token)?,
-        None => Target::in_process(root.join("host-data"), (!args.keep).then(|| root.clone()))?,
+        None => Target::in_process(
+            root.join("host-data"),
+            args.cache_dir,
+            (!args.keep).then(|| root.clone()),
+        )?,
     };
     println!("stasis-demo: a town's container is replaced, and nothing is lost");
     println!("   town   {town}");

@@ -38,12 +38,18 @@ impl Target {
     }
 
     /// A fresh host on a free loopback port over `data_dir`, with no secret
-    /// (loopback only, no token needed). `temp_root` is removed if the demo
+    /// (loopback only, no token needed), its compiled components in `cache_dir`
+    /// (else in the data folder). `temp_root` is removed if the demo
     /// is interrupted (the server owns Ctrl-C while it runs), unless kept.
-    pub fn in_process(data_dir: PathBuf, temp_root: Option<PathBuf>) -> anyhow::Result<Self> {
+    pub fn in_process(
+        data_dir: PathBuf,
+        cache_dir: Option<PathBuf>,
+        temp_root: Option<PathBuf>,
+    ) -> anyhow::Result<Self> {
         let config = ServeConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir,
+            cache_dir,
             durability: stasis_sqlite::Durability::Fsync,
             max_events_per_agent: stasis_domain::limits::DEFAULT_MAX_EVENTS,
             snapshot_inline_limit: stasis_domain::snapshot::DEFAULT_INLINE_LIMIT,
