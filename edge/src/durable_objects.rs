@@ -162,6 +162,9 @@ impl AgentCore {
 #[derive(Clone)]
 struct LocalAgent(Rc<AgentCore>);
 
+/// Tails rebuild no conversation: no summariser inside an object.
+impl stasis_api::Summariser for LocalAgent {}
+
 impl Objects for LocalAgent {
     async fn agent<R: Send + 'static>(
         &self,

@@ -9,6 +9,7 @@
 //! agent's object and Workers KV ([`snapshots`]); a whole-file read of more
 //! chunks than one invocation's KV budget allows asks the agent's object
 //! for them range by range (its `/chunks` route), each a fresh invocation.
+//! The summariser of omitted turns is reached with `fetch` ([`summariser`]).
 
 mod convert;
 mod do_sql;
@@ -17,6 +18,7 @@ mod objects;
 mod request_log;
 mod settings;
 mod snapshots;
+mod summariser;
 
 use request_log::Answered;
 use stasis_api::{Api, ApiError, Reply};
@@ -49,7 +51,12 @@ async fn serve(mut req: Request, env: Env, head: &http::request::Parts) -> Resul
         Ok(storage) => storage,
         Err(err) => return not_configured(format!("this worker's settings are refused: {err}")),
     };
-    let api = Api::new(objects::EdgeObjects::new(env.clone(), storage), Some(keys));
+    let summariser = match settings::summariser(&env) {
+        Ok(summariser) => summariser,
+        Err(err) => return not_configured(format!("this worker's summariser is refused: {err}")),
+    };
+    let objects = objects::EdgeObjects::new(env.clone(), storage, summariser);
+    let api = Api::new(objects, Some(keys));
     let admitted = match api.admit(head) {
         Ok(admitted) => admitted,
         Err(err) => return Answered::full(err.into_response()),

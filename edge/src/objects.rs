@@ -1,7 +1,7 @@
 //! The worker's [`Objects`] port: calls go to each object's Durable Object.
 
 use serde::de::DeserializeOwned;
-use stasis_api::{Objects, settings::StorageSettings, sse::Tail};
+use stasis_api::{Objects, settings::StorageSettings, sse::Tail, summariser::SummariserSettings};
 use stasis_domain::{
     DomainError,
     fence::Fence,
@@ -28,16 +28,19 @@ pub struct EdgeObjects {
     pub(crate) env: Env,
     /// The storage settings, checked when the request arrived.
     pub(crate) storage: StorageSettings,
+    /// The summariser of omitted turns, if one is configured.
+    pub(crate) summariser: Option<SummariserSettings>,
     /// Set on the copy serving one container token's write.
     fence: Option<Fence>,
 }
 
 impl EdgeObjects {
     /// Objects of this worker's environment.
-    pub fn new(env: Env, storage: StorageSettings) -> Self {
+    pub fn new(env: Env, storage: StorageSettings, summariser: Option<SummariserSettings>) -> Self {
         Self {
             env,
             storage,
+            summariser,
             fence: None,
         }
     }
@@ -156,6 +159,7 @@ impl Objects for EdgeObjects {
         Self {
             env: self.env.clone(),
             storage: self.storage,
+            summariser: self.summariser.clone(),
             fence: Some(fence),
         }
     }

@@ -2,6 +2,7 @@
 
 use stasis_api::auth::{KeyError, KeyRing, KeySettings};
 use stasis_api::settings::{SettingsError, StorageSettings};
+use stasis_api::summariser::{KEY_VAR, SummariserSettings, SummariserSettingsError};
 use worker::Env;
 
 /// The token keys, from the wrangler secrets `STASIS_SECRET` and
@@ -23,6 +24,18 @@ pub fn keys(env: &Env) -> Result<Option<KeyRing>, KeyError> {
 /// refuses them (`stasis_api::settings`).
 pub fn storage(env: &Env) -> Result<StorageSettings, SettingsError> {
     StorageSettings::from_vars(|name| env.var(name).ok().map(|v| v.to_string()))
+}
+
+/// The summariser from the vars `STASIS_SUMMARISER_URL`,
+/// `STASIS_SUMMARISER_MODEL`, `STASIS_SUMMARISER_DEADLINE_MS` and the secret
+/// `STASIS_SUMMARISER_KEY`; `None` when neither URL nor model is set.
+pub fn summariser(env: &Env) -> Result<Option<SummariserSettings>, SummariserSettingsError> {
+    SummariserSettings::from_vars(|name| {
+        let secret = (name == KEY_VAR)
+            .then(|| env.secret(name).ok().map(|s| s.to_string()))
+            .flatten();
+        secret.or_else(|| env.var(name).ok().map(|v| v.to_string()))
+    })
 }
 
 /// The clock (wasm32 has no portable one; the Workers runtime has Date).

@@ -4,6 +4,7 @@ use anyhow::{Context, bail};
 use stasis_api::{
     auth::{KeyRing, KeySettings},
     settings::StorageSettings,
+    summariser::SummariserSettings,
 };
 use stasis_sqlite::Durability;
 use std::{
@@ -41,6 +42,9 @@ pub struct ServeConfig {
     /// The keys tokens are signed and verified with; `None` serves
     /// loopback only, without auth.
     pub keys: Option<KeyRing>,
+    /// The model that summarises the turns a dispatch omits; `None`: they
+    /// are cut.
+    pub summariser: Option<SummariserSettings>,
     /// Timeouts and the connection cap.
     pub server: ServerLimits,
     /// How many objects stay open, and for how long.

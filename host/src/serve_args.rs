@@ -2,6 +2,7 @@
 
 use crate::SecretArgs;
 use clap::{Args, ValueEnum};
+use stasis_api::summariser::{self, SummariserSettings};
 use stasis_host::config::{self, ObjectLimits, ServeConfig, ServerLimits};
 use std::{net::SocketAddr, path::PathBuf};
 
@@ -54,7 +55,43 @@ pub struct ServeArgs {
     #[command(flatten)]
     limits: LimitArgs,
     #[command(flatten)]
+    summariser: SummariserArgs,
+    #[command(flatten)]
     secret: SecretArgs,
+}
+
+/// The model that summarises the turns a dispatch must omit (any
+/// OpenAI-compatible chat-completions server). Without one, omitted turns
+/// are cut. Its API key, if it needs one, comes from the environment only
+/// (`STASIS_SUMMARISER_KEY`), so it never shows in a process list.
+#[derive(Args)]
+struct SummariserArgs {
+    /// The summariser's OpenAI base URL (`https://host/v1`, to which
+    /// `/chat/completions` is added) or its full chat-completions URL.
+    /// Needs --summariser-model.
+    #[arg(long, env = "STASIS_SUMMARISER_URL")]
+    summariser_url: Option<String>,
+    /// The `model` its requests name.
+    #[arg(long, env = "STASIS_SUMMARISER_MODEL")]
+    summariser_model: Option<String>,
+    /// How long one rebuild (a dispatch, a conversation read) waits on the
+    /// summariser, all its calls together; past it the omitted turns are
+    /// cut and the answer says `timeout`.
+    #[arg(long, env = "STASIS_SUMMARISER_DEADLINE", default_value = "10s")]
+    summariser_deadline: humantime::Duration,
+}
+
+impl SummariserArgs {
+    fn settings(self) -> anyhow::Result<Option<SummariserSettings>> {
+        let key = std::env::var(summariser::KEY_VAR).ok();
+        let deadline: std::time::Duration = self.summariser_deadline.into();
+        Ok(SummariserSettings::new(
+            self.summariser_url.as_deref(),
+            self.summariser_model.as_deref(),
+            key.as_deref(),
+            u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
+        )?)
+    }
 }
 
 /// How log lines are written.
@@ -133,6 +170,7 @@ impl ServeArgs {
             snapshot_grace: self.snapshot_grace.into(),
             liveness_timeout_secs: self.liveness_timeout_secs,
             keys: config::load_keys(self.secret.sources())?,
+            summariser: self.summariser.settings()?,
             server: ServerLimits {
                 header_timeout: limits.header_timeout.into(),
                 idle_timeout: limits.idle_timeout.into(),

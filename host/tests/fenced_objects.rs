@@ -47,6 +47,7 @@ fn objects(data: &std::path::Path) -> HostObjects {
         snapshot_grace: std::time::Duration::ZERO,
         liveness_timeout_secs: 60,
         keys: None,
+        summariser: None,
         server: ServerLimits::default(),
         objects: ObjectLimits::default(),
     };

@@ -11,7 +11,7 @@ use crate::{
     body::{self, raw},
     error::ApiError,
     query::Query,
-    reply,
+    reply, summariser,
 };
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};
@@ -338,7 +338,8 @@ pub async fn memory_list(
     Ok(reply::json(StatusCode::OK, &MemoryListView { entries }))
 }
 
-/// `GET /conversation?max_turns=&max_tokens=&session_id=`.
+/// `GET /conversation?max_turns=&max_tokens=&session_id=&summarise=`: with
+/// `summarise=true`, the omitted turns summarised as in a dispatch.
 pub async fn conversation(
     objects: &impl Objects,
     key: &AgentKey,
@@ -348,7 +349,23 @@ pub async fn conversation(
         .u64("max_turns")?
         .map(|t| u32::try_from(t).unwrap_or(u32::MAX));
     let budget = Budget::from_options(max_turns, query.u64("max_tokens")?)?;
-    let call = op::conversation(budget, query.id("session_id")?);
-    let conversation = objects.agent(key, call).await?;
+    let session_id = query.id("session_id")?;
+    let conversation = match (query.flag("summarise")?, objects.summariser()) {
+        (false, _) => {
+            objects
+                .agent(key, op::conversation(budget, session_id))
+                .await?
+        }
+        (true, None) => summariser::not_configured(
+            objects
+                .agent(key, op::conversation(budget, session_id))
+                .await?,
+        ),
+        (true, Some(_)) => {
+            let call = op::summarised_conversation(budget, session_id);
+            let recalled = objects.agent(key, call).await?;
+            summariser::settle(objects, key, recalled.conversation, recalled.work).await
+        }
+    };
     Ok(reply::json(StatusCode::OK, &conversation))
 }

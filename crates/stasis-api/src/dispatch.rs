@@ -7,7 +7,7 @@
     reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
 )]
 
-use crate::{Objects, body::raw, error::ApiError};
+use crate::{Objects, body::raw, error::ApiError, summariser};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use stasis_domain::{
@@ -27,8 +27,8 @@ pub struct Dispatch {
     /// The stored checkpoint; never null when one exists.
     checkpoint: Option<Box<RawValue>>,
     prior_conversation: PriorConversation,
-    /// The prior conversation wrapped in `<prior-conversation>`, then the
-    /// newest user text.
+    /// The prior conversation wrapped in `<prior-conversation>` (a summary of
+    /// omitted turns first, when one was made), then the newest user text.
     prompt: String,
     /// What the container needs to hydrate kilo.db.
     snapshot: Option<SnapshotMeta>,
@@ -44,16 +44,19 @@ pub async fn build(
     text: Option<&str>,
 ) -> Result<Dispatch, ApiError> {
     let key = AgentKey::new(town, &agent.rig_id, &agent.agent_id)?;
+    let summarise = objects.summariser().is_some();
     let context = objects
-        .agent(&key, op::dispatch_context(Budget::default()))
+        .agent(&key, op::dispatch_context(Budget::default(), summarise))
         .await?;
-    let prompt = conversation::dispatch_prompt(&context.conversation, text);
+    let conversation =
+        summariser::settle(objects, &key, context.conversation, context.summary_work).await;
+    let prompt = conversation::dispatch_prompt(&conversation, text);
     Ok(Dispatch {
         agent_id: agent.agent_id.clone(),
         rig_id: agent.rig_id.clone(),
         role: agent.role.clone(),
         checkpoint: context.checkpoint.map(raw),
-        prior_conversation: context.conversation,
+        prior_conversation: conversation,
         prompt,
         snapshot: context.snapshot,
         event_watermark: context.event_watermark,

@@ -48,6 +48,7 @@ pub mod snapshot;
 mod snapshot_delta;
 pub mod snapshot_ranges;
 pub mod sse;
+pub mod summariser;
 mod table;
 mod token_http;
 mod town_http;
@@ -58,6 +59,7 @@ pub use error::{ApiError, ErrorLog};
 pub use objects::{AfterCommit, AgentSnapshotObject, Objects, Snapshots};
 pub use openapi::document as openapi_document;
 pub use snapshot_delta::ChunkCheck;
+pub use summariser::Summariser;
 
 use auth::{Caller, KeyRing};
 use bytes::Bytes;

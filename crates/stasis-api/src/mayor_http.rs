@@ -43,7 +43,8 @@ pub(crate) enum MessageView {
         container_id: String,
     },
     Redispatch {
-        dispatch: Dispatch,
+        // Boxed: a dispatch is far larger than the other answers.
+        dispatch: Box<Dispatch>,
     },
 }
 
@@ -179,7 +180,7 @@ async fn render(
             container_id,
         },
         MayorAction::Redispatch { agent } => MessageView::Redispatch {
-            dispatch: dispatch::build(objects, town_id, &agent, None).await?,
+            dispatch: Box::new(dispatch::build(objects, town_id, &agent, None).await?),
         },
     };
     Ok(crate::reply::json(StatusCode::OK, &view))

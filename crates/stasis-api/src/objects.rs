@@ -1,5 +1,6 @@
 //! The port each runtime implements: how a call reaches an object.
 
+use crate::Summariser;
 use bytes::Bytes;
 use futures::{Stream, future::Either};
 use stasis_domain::{
@@ -24,8 +25,10 @@ use std::{future::Future, time::Duration};
 /// over per-object SQLite; the edge worker sends them to Durable Objects.
 ///
 /// Each call is atomic and serialised with every other call on the same
-/// object; calls on different objects may run in parallel.
-pub trait Objects {
+/// object; calls on different objects may run in parallel. A runtime's
+/// objects also carry its summariser ([`Summariser`]): every handler that
+/// rebuilds a conversation reaches both through one value.
+pub trait Objects: Summariser {
     /// Runs `op` on the agent's object; its reply, read as the operation
     /// says (a reply that does not fit is a storage error).
     fn agent<R: Send + 'static>(

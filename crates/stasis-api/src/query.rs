@@ -39,6 +39,17 @@ impl Query {
             .transpose()
     }
 
+    /// A `true`/`false` parameter (`1`/`0` too); absent is `false`.
+    pub fn flag(&self, name: &str) -> Result<bool, ApiError> {
+        match self.text(name) {
+            None | Some("false" | "0") => Ok(false),
+            Some("true" | "1") => Ok(true),
+            Some(raw) => Err(ApiError::invalid_request(format!(
+                "{name} must be true or false, got {raw:?}"
+            ))),
+        }
+    }
+
     /// An id parameter.
     pub fn id(&self, name: &str) -> Result<Option<String>, ApiError> {
         self.text(name)

@@ -9,10 +9,11 @@ use crate::event_log::{self, AppendBatch, AppendOutcome, AppendSettings, ReadPag
 use crate::{
     DomainError,
     agent_state::{self, StateCall, StateReply},
-    conversation::{Budget, PriorConversation},
+    conversation::{Budget, PriorConversation, Recalled, StoredSummary, SummaryKey},
     recall::{self, DispatchContext},
     snapshot::{self, SnapshotCall, SnapshotReply},
     sql::SqlStore,
+    summary_cache,
 };
 use serde::{Deserialize, Serialize};
 
@@ -38,10 +39,28 @@ pub enum AgentCall {
         /// Only this session's events.
         session_id: Option<String>,
     },
+    /// The conversation with its omitted turns summarised (a cached
+    /// summary placed, or the summariser's work handed out).
+    SummarisedConversation {
+        /// Turns and tokens to keep, the summary included.
+        budget: Budget,
+        /// Only this session's events.
+        session_id: Option<String>,
+    },
     /// What a dispatch of this agent carries.
     DispatchContext {
         /// Turns and tokens of the prior conversation.
         budget: Budget,
+        /// Summarise the omitted turns (a summariser is configured).
+        #[serde(default)]
+        summarise: bool,
+    },
+    /// Caches a summary the summariser made.
+    StoreSummary {
+        /// Its scope and budget.
+        key: SummaryKey,
+        /// The summary and its watermark.
+        summary: StoredSummary,
     },
 }
 
@@ -59,6 +78,10 @@ pub enum AgentReply {
     State(StateReply),
     /// A rebuilt conversation.
     Conversation(PriorConversation),
+    /// A conversation with summaries wanted, and the summariser's work.
+    Recalled(Recalled),
+    /// A summary was cached.
+    SummaryStored,
     /// A dispatch's context.
     DispatchContext(DispatchContext),
 }
@@ -91,13 +114,15 @@ pub fn execute_fenced(
 
 /// Whether a fenced agent call is checked ([`crate::fence`]): every call
 /// that changes the agent, except dropping a snapshot reservation of one's
-/// own (a put refused at its commit cleans up after itself) and listing the
-/// keys in use.
+/// own (a put refused at its commit cleans up after itself), listing the
+/// keys in use, and caching a summary (a cache of what the log says, which
+/// a read may fill).
 pub fn guards_agent_call(call: &AgentCall) -> bool {
     is_write(call)
         && !matches!(
             call,
             AgentCall::Snapshot(SnapshotCall::Abandon { .. } | SnapshotCall::KeysInUse)
+                | AgentCall::StoreSummary { .. }
         )
 }
 
@@ -122,8 +147,15 @@ pub fn execute(
         AgentCall::Conversation { budget, session_id } => {
             AgentReply::Conversation(recall::conversation(store, budget, session_id.as_deref())?)
         }
-        AgentCall::DispatchContext { budget } => {
-            AgentReply::DispatchContext(recall::dispatch_context(store, budget)?)
+        AgentCall::SummarisedConversation { budget, session_id } => AgentReply::Recalled(
+            recall::summarised_conversation(store, budget, session_id.as_deref())?,
+        ),
+        AgentCall::DispatchContext { budget, summarise } => {
+            AgentReply::DispatchContext(recall::dispatch_context(store, budget, *summarise)?)
+        }
+        AgentCall::StoreSummary { key, summary } => {
+            summary_cache::write(store, key, summary, env.now_ms)?;
+            AgentReply::SummaryStored
         }
     })
 }
@@ -131,9 +163,10 @@ pub fn execute(
 /// True when the call may change the object (and so needs a durable commit).
 pub fn is_write(call: &AgentCall) -> bool {
     match call {
-        AgentCall::AppendEvents(_) => true,
+        AgentCall::AppendEvents(_) | AgentCall::StoreSummary { .. } => true,
         AgentCall::ReadEvents(_)
         | AgentCall::Conversation { .. }
+        | AgentCall::SummarisedConversation { .. }
         | AgentCall::DispatchContext { .. } => false,
         AgentCall::Snapshot(call) => snapshot::is_write(call),
         AgentCall::State(call) => agent_state::is_write(call),

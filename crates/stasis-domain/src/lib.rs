@@ -44,6 +44,7 @@ pub mod operation;
 pub mod recall;
 pub mod snapshot;
 pub mod sql;
+pub mod summary_cache;
 pub mod town;
 pub mod typed_operation;
 pub mod wire;

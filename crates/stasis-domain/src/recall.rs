@@ -4,10 +4,11 @@
 
 use crate::{
     DomainError, agent_state, conversation,
-    conversation::{Budget, PriorConversation},
+    conversation::{Budget, PriorConversation, Recalled, SummaryKey, SummaryWork},
     event_log,
     snapshot::{self, SnapshotMeta},
     sql::SqlStore,
+    summary_cache,
 };
 use serde::{Deserialize, Serialize};
 
@@ -20,8 +21,13 @@ pub const USER_MESSAGE_EVENT: &str = "message.completed";
 pub struct DispatchContext {
     /// The stored checkpoint, as JSON text.
     pub checkpoint: Option<String>,
-    /// The conversation rebuilt from the log.
+    /// The conversation rebuilt from the log (with a cached summary
+    /// placed, or cut when `summary_work` is set).
     pub conversation: PriorConversation,
+    /// What the summariser must do first, when summaries were wanted and
+    /// the cached one is not current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_work: Option<SummaryWork>,
     /// The current snapshot's metadata.
     pub snapshot: Option<SnapshotMeta>,
     /// The newest seq of the log.
@@ -38,14 +44,47 @@ pub fn conversation(
     Ok(conversation::rebuild(&events, budget))
 }
 
-/// The checkpoint, conversation, snapshot and watermark, read at once.
+/// The conversation with its omitted turns summarised: the cached summary
+/// placed when it is current, else the cut conversation and the work that
+/// would extend it (see [`conversation::plan`]).
+pub fn summarised_conversation(
+    store: &impl SqlStore,
+    budget: &Budget,
+    session_id: Option<&str>,
+) -> Result<Recalled, DomainError> {
+    let events = event_log::of_types(store, conversation::MESSAGE_EVENT_TYPES, session_id)?;
+    let key = SummaryKey {
+        session_id: session_id.map(str::to_owned),
+        budget: budget.clone(),
+    };
+    let cached = summary_cache::read(store, &key)?;
+    Ok(conversation::plan(
+        conversation::turns_with_seqs(&events),
+        budget,
+        key,
+        cached,
+    ))
+}
+
+/// The checkpoint, conversation, snapshot and watermark, read at once;
+/// with `summarise`, the conversation as [`summarised_conversation`].
 pub fn dispatch_context(
     store: &impl SqlStore,
     budget: &Budget,
+    summarise: bool,
 ) -> Result<DispatchContext, DomainError> {
+    let recalled = if summarise {
+        summarised_conversation(store, budget, None)?
+    } else {
+        Recalled {
+            conversation: conversation(store, budget, None)?,
+            work: None,
+        }
+    };
     Ok(DispatchContext {
         checkpoint: agent_state::read::checkpoint(store)?.map(|c| c.document),
-        conversation: conversation(store, budget, None)?,
+        conversation: recalled.conversation,
+        summary_work: recalled.work,
         snapshot: snapshot::current_meta(store)?,
         event_watermark: event_log::state(store)?.last_seq,
     })

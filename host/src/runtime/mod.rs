@@ -8,6 +8,7 @@ pub mod object;
 pub mod objects;
 pub mod open_objects;
 pub mod readiness;
+mod summariser;
 mod tidy;
 
 pub use objects::HostObjects;

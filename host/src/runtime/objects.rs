@@ -11,7 +11,9 @@ use super::{
 use crate::{config::ServeConfig, metrics::Metrics};
 use bytes::Bytes;
 use futures::{Stream, future::Either};
-use stasis_api::{AfterCommit, AgentSnapshotObject, Objects, Snapshots};
+use stasis_api::{
+    AfterCommit, AgentSnapshotObject, Objects, Snapshots, summariser::SummariserSettings,
+};
 use stasis_domain::{
     DomainError,
     agent::ObjectEnv,
@@ -48,6 +50,8 @@ struct Inner {
     /// still runs, so every claim made before is abandoned.
     started_at_ms: i64,
     liveness_timeout_ms: u64,
+    /// The summariser of omitted turns, if one is configured.
+    summariser: Option<SummariserSettings>,
     kv: Arc<KvFolder>,
     open: OpenObjects,
     readiness: Readiness,
@@ -74,6 +78,7 @@ impl HostObjects {
                     .unwrap_or(i64::MAX),
                 started_at_ms: wall_clock_ms(),
                 liveness_timeout_ms: config.liveness_timeout_secs.saturating_mul(1000),
+                summariser: config.summariser.clone(),
                 kv: Arc::new(kv),
                 open: OpenObjects::new(config.objects.clone()),
                 readiness: Readiness::new(config.data_dir.clone(), config.durability),
@@ -82,6 +87,11 @@ impl HostObjects {
             }),
             fence: None,
         }
+    }
+
+    /// The configured summariser, if any.
+    pub(super) fn summariser_settings(&self) -> Option<&SummariserSettings> {
+        self.inner.summariser.as_ref()
     }
 
     /// The data folder.

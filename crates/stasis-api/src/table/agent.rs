@@ -213,11 +213,18 @@ pub(super) static ROUTES: &[Route] = &[
                 ("max_turns", "1 to 1,000 (default 50)."),
                 ("max_tokens", "1 to 1,000,000 (default 10,000)."),
                 ("session_id", "Only this session's events."),
+                (
+                    "summarise",
+                    "`true`: the omitted turns summarised by the configured summariser into \
+                     one first turn (`summary: true`), as a dispatch does; `summary` says what \
+                     happened. Default `false`.",
+                ),
             ],
             headers: &[],
             replies: &[json(
                 200,
-                "The newest turns that fit the budget.",
+                "The newest turns that fit the budget (after a summary of the older ones, \
+                 with `summarise=true`).",
                 Body::Json(schema::<PriorConversation>),
             )],
             errors: &[],

@@ -68,5 +68,7 @@ pub mod read {
 /// there.
 pub fn migrate(store: &impl crate::sql::SqlStore) -> Result<(), crate::DomainError> {
     schema::migrate(store)?;
+    // Destroy, import and a deleted session empty the summary cache.
+    crate::summary_cache::migrate(store)?;
     staging::migrate(store)
 }

@@ -200,5 +200,6 @@ pub(super) fn wipe(store: &impl SqlStore) -> Result<(), DomainError> {
     ] {
         store.run(statement, Vec::new())?;
     }
-    Ok(())
+    // Summaries of the old log would describe turns that are gone.
+    crate::summary_cache::clear(store)
 }

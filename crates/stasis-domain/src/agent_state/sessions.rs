@@ -134,6 +134,8 @@ pub fn delete(store: &impl SqlStore, session_id: &str) -> Result<SessionDeleted,
         "UPDATE log_state SET event_count = MAX(event_count - ?1, 0) WHERE id = 1",
         params![events_removed],
     )?;
+    // The session's turns are gone: no summary may still tell them.
+    crate::summary_cache::clear(store)?;
     Ok(SessionDeleted {
         session_id: session_id.to_owned(),
         events_removed,

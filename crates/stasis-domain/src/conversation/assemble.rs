@@ -1,8 +1,8 @@
 //! Folding message events into turns, in one pass.
 
-use super::Turn;
 use super::message::Message;
 use super::parse::{Update, parse};
+use super::{SeqTurn, Turn};
 use crate::event_log::Event;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
@@ -11,6 +11,14 @@ use std::collections::{HashMap, HashSet};
 /// ones dropped, and the runtime's copies of what stasis sent into it left
 /// out.
 pub(super) fn assemble(events: &[Event]) -> Vec<Turn> {
+    assemble_with_seqs(events)
+        .into_iter()
+        .map(|seq_turn| seq_turn.turn)
+        .collect()
+}
+
+/// [`assemble`], each turn with the seq of its message's first event.
+pub(super) fn assemble_with_seqs(events: &[Event]) -> Vec<SeqTurn> {
     let copies = sent_by_stasis(events);
     let mut messages = Messages::default();
     let mut previous: Option<&Event> = None;
@@ -22,7 +30,7 @@ pub(super) fn assemble(events: &[Event]) -> Vec<Turn> {
         if let Some(update) = parse(event)
             && !copies.contains(update.message_id.as_ref())
         {
-            messages.apply(update, event.session_id.as_deref());
+            messages.apply(update, event.session_id.as_deref(), event.seq);
         }
     }
     messages.into_turns()
@@ -68,6 +76,8 @@ fn is_repeat(previous: &Event, event: &Event) -> bool {
 #[derive(Default)]
 struct Messages {
     in_order: Vec<Message>,
+    /// The seq of each message's first event, by the same index.
+    first_seqs: Vec<u64>,
     index_by_id: HashMap<String, usize>,
     /// The message the previous event named: most events name it again,
     /// and a comparison is cheaper than a hash.
@@ -75,8 +85,8 @@ struct Messages {
 }
 
 impl Messages {
-    fn apply(&mut self, update: Update<'_>, session_id: Option<&str>) {
-        let message = self.get_or_insert(&update.message_id);
+    fn apply(&mut self, update: Update<'_>, session_id: Option<&str>, seq: u64) {
+        let message = self.get_or_insert(&update.message_id, seq);
         message.note_session(session_id);
         if message.is_removed() {
             return;
@@ -97,7 +107,7 @@ impl Messages {
         }
     }
 
-    fn get_or_insert(&mut self, id: &str) -> &mut Message {
+    fn get_or_insert(&mut self, id: &str, seq: u64) -> &mut Message {
         let index = match &mut self.last {
             Some((last, index)) if last == id => *index,
             last => {
@@ -105,6 +115,7 @@ impl Messages {
                     Some(&index) => index,
                     None => {
                         self.in_order.push(Message::default());
+                        self.first_seqs.push(seq);
                         let index = self.in_order.len() - 1;
                         self.index_by_id.insert(id.to_owned(), index);
                         index
@@ -117,11 +128,15 @@ impl Messages {
         &mut self.in_order[index]
     }
 
-    fn into_turns(mut self) -> Vec<Turn> {
+    fn into_turns(mut self) -> Vec<SeqTurn> {
         resolve_cut_replies(&mut self.in_order);
         self.in_order
             .into_iter()
-            .filter_map(Message::into_turn)
+            .zip(self.first_seqs)
+            .filter_map(|(message, first_seq)| {
+                let turn = message.into_turn()?;
+                Some(SeqTurn { first_seq, turn })
+            })
             .collect()
     }
 }

@@ -86,10 +86,29 @@ fn invalid(message: String) -> DomainError {
 
 /// Keeps the newest turns of `turns` (oldest first) that fit `budget`.
 pub(super) fn keep_recent(mut turns: Vec<Turn>, budget: &Budget) -> PriorConversation {
+    let (kept, tokens) = fitting_tail(turns.iter(), budget);
+    let omitted = turns.len() - kept;
+    let kept_turns = turns.split_off(omitted);
+    let omitted_turns = u64::try_from(omitted).unwrap_or(u64::MAX);
+    PriorConversation {
+        turns: kept_turns,
+        omitted_turns,
+        token_estimate: tokens,
+        truncated: omitted_turns > 0,
+        summary: None,
+    }
+}
+
+/// How many of the newest `turns` (given oldest first) fit `budget`, and
+/// their estimated tokens.
+pub(super) fn fitting_tail<'a>(
+    turns: impl DoubleEndedIterator<Item = &'a Turn>,
+    budget: &Budget,
+) -> (usize, u64) {
     let max_turns = usize::try_from(budget.max_turns).unwrap_or(usize::MAX);
     let mut kept = 0_usize;
     let mut tokens = 0_u64;
-    for turn in turns.iter().rev() {
+    for turn in turns.rev() {
         let with_turn = tokens.saturating_add(turn.token_estimate());
         // The newest turn is kept whatever it costs; see `Budget`.
         let fits = kept < max_turns && with_turn <= budget.max_tokens;
@@ -99,13 +118,5 @@ pub(super) fn keep_recent(mut turns: Vec<Turn>, budget: &Budget) -> PriorConvers
         kept += 1;
         tokens = with_turn;
     }
-    let omitted = turns.len() - kept;
-    let kept_turns = turns.split_off(omitted);
-    let omitted_turns = u64::try_from(omitted).unwrap_or(u64::MAX);
-    PriorConversation {
-        turns: kept_turns,
-        omitted_turns,
-        token_estimate: tokens,
-        truncated: omitted_turns > 0,
-    }
+    (kept, tokens)
 }

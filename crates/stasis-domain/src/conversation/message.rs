@@ -170,11 +170,11 @@ impl Message {
         if content.is_empty() {
             return None;
         }
-        Some(Turn {
-            role: self.role.unwrap_or_else(|| UNKNOWN_ROLE.to_owned()),
+        Some(Turn::new(
+            self.role.unwrap_or_else(|| UNKNOWN_ROLE.to_owned()),
             content,
-            unfinished: (!self.finished || cut_off) && !self.resolved,
-        })
+            (!self.finished || cut_off) && !self.resolved,
+        ))
     }
 }
 

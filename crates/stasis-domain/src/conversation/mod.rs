@@ -99,7 +99,9 @@
 //! # Budget
 //!
 //! See [`Budget`] and [`estimate_tokens`]: the most recent turns that fit are
-//! kept, and a turn is kept or omitted whole, never cut.
+//! kept, and a turn is kept or omitted whole, never cut. With a summariser,
+//! the omitted turns become one summary turn placed first (see [`plan`] and
+//! [`summary_prompt`]).
 //!
 //! ```
 //! use stasis_domain::conversation::{Budget, dispatch_prompt, rebuild};
@@ -140,6 +142,8 @@ mod message;
 mod parse;
 mod prompt;
 mod raw;
+mod summary;
+mod summary_prompt;
 mod text;
 mod tokens;
 mod tool;
@@ -165,6 +169,14 @@ pub const MESSAGE_EVENT_TYPES: &[&str] = &[
 
 pub use budget::{Budget, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_MAX_TOKENS, MAX_MAX_TURNS};
 pub use prompt::{dispatch_prompt, escape_wrapper_tags};
+pub use summary::{
+    Recalled, SUMMARY_MAX_TOKENS, SUMMARY_MIN_TOKENS, SUMMARY_ROLE, SeqTurn, StoredSummary,
+    SummaryKey, SummaryNote, SummaryStatus, SummaryWork, allowance, fit_summary, place_summary,
+    plan,
+};
+pub use summary_prompt::{
+    PROMPT_CHUNK_MAX_CHARS, PROMPT_TURN_MAX_CHARS, SummaryPrompt, chunks, summary_prompt,
+};
 pub use tokens::{CHARS_PER_TOKEN, TURN_OVERHEAD_TOKENS, estimate_tokens};
 pub use tool::{TOOL_NAME_MAX_CHARS, TOOL_SUMMARY_MAX_CHARS};
 pub use turn::{PriorConversation, Turn};
@@ -180,4 +192,11 @@ pub const UNKNOWN_ROLE: &str = "assistant";
 /// Linear in the events' total size: each event's JSON is parsed once.
 pub fn rebuild(events: &[Event], budget: &Budget) -> PriorConversation {
     budget::keep_recent(assemble::assemble(events), budget)
+}
+
+/// Every turn of `events` (as [`rebuild`] assembles them, before any
+/// budget), each with the seq of its message's first event: what
+/// [`plan`] needs to tell covered turns from new ones.
+pub fn turns_with_seqs(events: &[Event]) -> Vec<SeqTurn> {
+    assemble::assemble_with_seqs(events)
 }

@@ -11,7 +11,7 @@
     )
 )]
 
-use super::{TURN_OVERHEAD_TOKENS, estimate_tokens};
+use super::{SUMMARY_ROLE, SummaryNote, TURN_OVERHEAD_TOKENS, estimate_tokens};
 use serde::{Deserialize, Serialize};
 
 /// One message of the conversation.
@@ -26,9 +26,33 @@ pub struct Turn {
     /// streaming before its final text.
     #[serde(default, skip_serializing_if = "is_false")]
     pub unfinished: bool,
+    /// This turn is a summary of older turns (role [`SUMMARY_ROLE`]), made
+    /// by the configured summariser; only ever the first turn.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub summary: bool,
 }
 
 impl Turn {
+    /// A turn of the conversation (not a summary).
+    pub fn new(role: impl Into<String>, content: impl Into<String>, unfinished: bool) -> Self {
+        Self {
+            role: role.into(),
+            content: content.into(),
+            unfinished,
+            summary: false,
+        }
+    }
+
+    /// The summary turn holding `content`.
+    pub fn summary(content: impl Into<String>) -> Self {
+        Self {
+            role: SUMMARY_ROLE.to_owned(),
+            content: content.into(),
+            unfinished: false,
+            summary: true,
+        }
+    }
+
     /// This turn's share of a budget: its content's [`estimate_tokens`] plus
     /// [`TURN_OVERHEAD_TOKENS`] for the role and separators.
     pub fn token_estimate(&self) -> u64 {
@@ -46,8 +70,14 @@ pub struct PriorConversation {
     pub omitted_turns: u64,
     /// The sum of [`Turn::token_estimate`] over `turns`.
     pub token_estimate: u64,
-    /// Something was left out (`omitted_turns > 0`). Turns are never cut.
+    /// Something was left out verbatim (`omitted_turns > 0`). Turns are
+    /// never cut.
     pub truncated: bool,
+    /// What became of the omitted turns' summary: present when turns were
+    /// omitted and a summary was wanted (a dispatch, or a conversation read
+    /// with `summarise=true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<SummaryNote>,
 }
 
 /// For `skip_serializing_if`, which passes a reference.

@@ -8,7 +8,7 @@ use crate::{
         ImportSummary, ManifestMemory, ManifestSession, MemoryEntry, SessionDeleted, SessionRecord,
         StateCall, StateReply,
     },
-    conversation::{Budget, PriorConversation},
+    conversation::{Budget, PriorConversation, Recalled, StoredSummary, SummaryKey},
     event_log::{AppendBatch, AppendOutcome, ReadPage, ReadQuery},
     recall::DispatchContext,
     snapshot::{SnapshotCall, SnapshotReply, operations::SnapshotOperation},
@@ -54,9 +54,17 @@ operations! {
     /// The conversation rebuilt from the log.
     conversation(budget: Budget, session_id: Option<String>) -> PriorConversation
         = C::Conversation { budget, session_id }, A::Conversation(prior) => prior;
-    /// What a dispatch of this agent carries.
-    dispatch_context(budget: Budget) -> DispatchContext
-        = C::DispatchContext { budget }, A::DispatchContext(context) => context;
+    /// The conversation with its omitted turns summarised, or the
+    /// summariser's work.
+    summarised_conversation(budget: Budget, session_id: Option<String>) -> Recalled
+        = C::SummarisedConversation { budget, session_id }, A::Recalled(recalled) => recalled;
+    /// What a dispatch of this agent carries (`summarise`: a summariser is
+    /// configured).
+    dispatch_context(budget: Budget, summarise: bool) -> DispatchContext
+        = C::DispatchContext { budget, summarise }, A::DispatchContext(context) => context;
+    /// Caches a summary.
+    store_summary(key: SummaryKey, summary: StoredSummary) -> ()
+        = C::StoreSummary { key, summary }, A::SummaryStored => ();
     /// Registers the agent or updates it (`metadata: None` keeps it).
     put_agent(role: String, metadata: Option<String>) -> AgentRecord
         = C::State(S::PutAgent { role, metadata }), A::State(SR::Agent(record)) => record;

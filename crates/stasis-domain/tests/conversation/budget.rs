@@ -150,6 +150,7 @@ fn unfinished_is_serialized_only_when_true() {
         omitted_turns: 2,
         token_estimate: 10,
         truncated: true,
+        summary: None,
     };
     let json = serde_json::to_value(&rebuilt).expect("serializes");
     assert_eq!(

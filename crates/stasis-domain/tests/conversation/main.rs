@@ -7,7 +7,7 @@
     clippy::disallowed_methods,
     reason = "tests write their JSON inputs with json! and read answers as Values"
 )]
-#![allow(clippy::expect_used, reason = "tests fail loudly")]
+#![allow(clippy::expect_used, clippy::panic, reason = "tests fail loudly")]
 
 mod support;
 
@@ -18,4 +18,5 @@ mod kilo_tools;
 mod message_lifecycle;
 mod parts;
 mod sent_by_stasis;
+mod summary;
 mod which_events;

@@ -29,11 +29,7 @@ pub(crate) fn turns(events: &[Event]) -> Vec<Turn> {
 }
 
 pub(crate) fn turn(role: &str, content: &str) -> Turn {
-    Turn {
-        role: role.to_owned(),
-        content: content.to_owned(),
-        unfinished: false,
-    }
+    Turn::new(role, content, false)
 }
 
 pub(crate) fn unfinished(role: &str, content: &str) -> Turn {

@@ -55,7 +55,7 @@ proptest! {
         let conversation = PriorConversation {
             turns: turns
                 .into_iter()
-                .map(|(role, content, unfinished)| Turn { role, content, unfinished })
+                .map(|(role, content, unfinished)| Turn::new(role, content, unfinished))
                 .collect(),
             ..PriorConversation::default()
         };

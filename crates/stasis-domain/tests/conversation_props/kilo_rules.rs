@@ -87,7 +87,7 @@ proptest! {
         log.push(("message.updated".to_owned(),
             json!({"info": {"id": "m", "role": "assistant", "time": {"created": 1, "completed": 2}}}).to_string()));
         let turns = rebuild(&logged(&log), &everything()).turns;
-        let want = Turn { role: "assistant".to_owned(), content: streamed, unfinished: !ended };
+        let want = Turn::new("assistant", streamed, !ended);
         prop_assert_eq!(turns, vec![want]);
     }
 

@@ -235,10 +235,12 @@ pub(crate) fn expected(spec: &KiloSpec, stream: &[KiloEvent], removed: &Removed)
                 cut_off |= cut;
             }
             let content = texts.join("\n");
-            (!content.is_empty()).then(|| Turn {
-                role: if plan.user { "user" } else { "assistant" }.to_owned(),
-                content,
-                unfinished: plan.finish == Finish::Never || cut_off,
+            (!content.is_empty()).then(|| {
+                Turn::new(
+                    if plan.user { "user" } else { "assistant" },
+                    content,
+                    plan.finish == Finish::Never || cut_off,
+                )
             })
         })
         .collect::<Vec<_>>();

@@ -107,11 +107,7 @@ pub(crate) fn expected(spec: &StreamSpec, stream: &[Generated]) -> Vec<Turn> {
                 .iter()
                 .map(|&p| message.parts[p].text.as_str())
                 .collect();
-            Turn {
-                role: message.role.to_owned(),
-                content: texts.join("\n"),
-                unfinished: !message.finished,
-            }
+            Turn::new(message.role, texts.join("\n"), !message.finished)
         })
         .collect::<Vec<_>>();
     resolve_cut_replies(&mut turns);

@@ -73,6 +73,8 @@ pub(crate) fn frames(reply: &Reply, number: usize) -> serde_json::Result<Vec<Fra
             }
             "stop"
         }
+        // Answered before any frame (see `complete`).
+        Reply::Failure { .. } => "error",
         Reply::Bash {
             command,
             description,

@@ -1,8 +1,13 @@
 //! A fake OpenAI-compatible model on loopback: `GET /v1/models` and
-//! streaming `POST /v1/chat/completions`, answering from a [`Script`] and
-//! recording every request.
+//! `POST /v1/chat/completions` (streamed when the request asks, else one
+//! `chat.completion` object), answering from a [`Script`] and recording
+//! every request. `GET /_fake/requests?containing=TEXT` tells a test in
+//! another process how many requests had a message containing TEXT (and
+//! their messages), as JSON.
 
 mod chunks;
+mod completion;
+mod recorded;
 mod request;
 mod script;
 
@@ -48,7 +53,17 @@ impl FakeModel {
     ///
     /// When no port can be bound or the server's runtime cannot start.
     pub fn start(script: Script) -> Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").context("binding the fake model")?;
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), script)
+    }
+
+    /// Starts the model on `address` (port 0: a free one).
+    ///
+    /// # Errors
+    ///
+    /// When the address cannot be bound or the server's runtime cannot
+    /// start.
+    pub fn start_on(address: SocketAddr, script: Script) -> Result<Self> {
+        let listener = TcpListener::bind(address).context("binding the fake model")?;
         listener.set_nonblocking(true)?;
         let address = listener.local_addr()?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -142,6 +157,11 @@ async fn answer(
             r#"{"object":"list","data":[{"id":"fake","object":"model","owned_by":"stasis"}]}"#,
         ),
         (&Method::POST, "/v1/chat/completions") => complete(&state, request).await,
+        (&Method::GET, "/_fake/requests") => {
+            let containing = recorded::containing(request.uri().query());
+            let body = recorded::matching(&state.requests(), &containing);
+            json_bytes(StatusCode::OK, body)
+        }
         _ => json(
             StatusCode::NOT_FOUND,
             r#"{"error":{"message":"no such route"}}"#,
@@ -159,11 +179,29 @@ async fn complete(state: &State, request: Request<Incoming>) -> Response<Body> {
     };
     let request = ModelRequest::parse(&body.to_bytes());
     let reply = state.script.reply_to(&request);
+    let streams = request.streams();
     let number = {
         let mut requests = state.requests();
         requests.push(request);
         requests.len()
     };
+    if let Reply::Failure { status } = reply {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return json_bytes(status, completion::error("the fake model was told to fail"));
+    }
+    if !streams {
+        // A slow reply is slow as a whole: one pause, then the answer.
+        if let Reply::Text {
+            chunk_delay: Some(delay),
+            ..
+        } = &reply
+        {
+            tokio::time::sleep(*delay).await;
+        }
+        let (status, body) = completion::answer(&reply, number);
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return json_bytes(status, body);
+    }
     let Ok(frames) = chunks::frames(&reply, number) else {
         return json(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -191,7 +229,11 @@ async fn complete(state: &State, request: Request<Incoming>) -> Response<Body> {
 }
 
 fn json(status: StatusCode, body: &'static str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())).boxed_unsync());
+    json_bytes(status, body.as_bytes().to_vec())
+}
+
+fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed_unsync());
     *response.status_mut() = status;
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,

@@ -32,6 +32,16 @@ impl ModelRequest {
         Self { body, messages }
     }
 
+    /// The request asks for a stream (`"stream": true`).
+    pub fn streams(&self) -> bool {
+        self.body.get("stream").and_then(Value::as_bool) == Some(true)
+    }
+
+    /// Some message's text contains `text`.
+    pub fn mentions(&self, text: &str) -> bool {
+        self.messages.iter().any(|m| m.text.contains(text))
+    }
+
     /// The request is kilo's title generator at work (its system prompt
     /// says so).
     pub fn is_title_request(&self) -> bool {

@@ -14,6 +14,11 @@ pub enum Reply {
         /// The pause before each word's chunk.
         chunk_delay: Option<Duration>,
     },
+    /// An error answer with this HTTP status (streamed or not).
+    Failure {
+        /// The status, e.g. 500.
+        status: u16,
+    },
     /// One `bash` tool call, sent as a single `tool_calls` chunk.
     Bash {
         /// The command kilo runs.
@@ -39,6 +44,11 @@ impl Reply {
             text: text.to_owned(),
             chunk_delay: Some(chunk_delay),
         }
+    }
+
+    /// An error answer with `status`.
+    pub fn failure(status: u16) -> Self {
+        Self::Failure { status }
     }
 
     /// A `bash` tool call.
@@ -137,7 +147,7 @@ impl Script {
                 text,
                 chunk_delay: Some(chunk_delay.unwrap_or(self.chunk_delay)),
             },
-            bash => bash,
+            other => other,
         }
     }
 }

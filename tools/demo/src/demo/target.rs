@@ -58,6 +58,7 @@ impl Target {
             snapshot_grace: std::time::Duration::ZERO,
             liveness_timeout_secs: 60,
             keys: None,
+            summariser: None,
             server: ServerLimits::default(),
             objects: ObjectLimits::default(),
         };

@@ -59,6 +59,8 @@ pub(in crate::agent_state) fn commit(
     }
     create_event_indexes(store)?;
     store.run("DELETE FROM producer_batches", Vec::new())?;
+    // Summaries of the replaced log would describe turns that are gone.
+    crate::summary_cache::clear(store)?;
     store.run(
         "UPDATE log_state SET
             first_seq = COALESCE((SELECT MIN(seq) FROM events), 0),
