@@ -2,11 +2,14 @@
 
 use serde_json::json;
 use stasis_client::workspace_sync::{self, PullOptions, PullOutcome, PushOptions, StateDir};
-use stasis_client::{Client, Error, exit};
+use stasis_client::{AgentRef, Client, Error, exit};
 
-use super::agent_ref;
 use super::output::Output;
-use super::workspace_args::{StateArgs, WorkspacePullArgs, WorkspacePushArgs};
+use super::workspace_args::{StateArgs, WorkspaceAgent, WorkspacePullArgs, WorkspacePushArgs};
+
+fn agent_ref(args: &WorkspaceAgent) -> Result<AgentRef, Error> {
+    AgentRef::new(&args.town, &args.rig, &args.agent)
+}
 
 fn state_dir(args: &StateArgs, dir: &std::path::Path) -> StateDir {
     args.state_dir

@@ -4,8 +4,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::args::AgentArgs;
-
 #[derive(Debug, Subcommand)]
 pub enum WorkspaceCommand {
     /// Save a working folder (a git worktree, say) as the agent's workspace: only what changed.
@@ -36,6 +34,20 @@ pub enum WorkspaceCommand {
     Pull(WorkspacePullArgs),
 }
 
+/// Whose workspace (the same flags as every command's `--town --rig --agent`).
+#[derive(Debug, Args)]
+pub struct WorkspaceAgent {
+    /// Town id.
+    #[arg(long)]
+    pub town: String,
+    /// Rig id.
+    #[arg(long)]
+    pub rig: String,
+    /// Agent id.
+    #[arg(long)]
+    pub agent: String,
+}
+
 /// Where a workspace's local state lives.
 #[derive(Debug, Args)]
 pub struct StateArgs {
@@ -48,7 +60,7 @@ pub struct StateArgs {
 #[derive(Debug, Args)]
 pub struct WorkspacePushArgs {
     #[command(flatten)]
-    pub agent: AgentArgs,
+    pub agent: WorkspaceAgent,
     /// The folder to save.
     #[arg(long)]
     pub dir: PathBuf,
@@ -72,7 +84,7 @@ pub struct WorkspacePushArgs {
 #[derive(Debug, Args)]
 pub struct WorkspacePullArgs {
     #[command(flatten)]
-    pub agent: AgentArgs,
+    pub agent: WorkspaceAgent,
     /// The folder to restore into: absent or empty.
     #[arg(long)]
     pub dir: PathBuf,
