@@ -1,0 +1,81 @@
+//! The calls the agent object answers for its workspace, as data (the edge
+//! sends them to the agent's Durable Object as JSON). The chunks' own
+//! steps (missing, upload, collection) are the chunk store's calls, which
+//! travel as snapshot calls.
+
+use super::{Committed, Precondition, WorkspaceVersion, rules};
+use crate::{
+    DomainError,
+    object_env::ObjectEnv,
+    sql::SqlStore,
+    workspace::{ContentHash, pages::ManifestHead},
+};
+use serde::{Deserialize, Serialize};
+
+/// What a commit hands the object: the checked head and what its pages
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitArgs {
+    /// The head, whose pages were read and checked.
+    pub head: ManifestHead,
+    /// Regular files the pages hold.
+    pub files: u64,
+    /// Every chunk the files name, once each.
+    pub chunks: Vec<ContentHash>,
+    /// `If-Match` / `If-None-Match`, checked again here.
+    pub precondition: Precondition,
+    /// The watermark given, if any (else the agent's last seq).
+    pub event_watermark: Option<u64>,
+    /// How long the superseded version's chunks stay readable (ms).
+    pub grace_ms: i64,
+}
+
+/// One workspace operation on the agent object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum WorkspaceCall {
+    /// The current version.
+    Current,
+    /// Makes a checked manifest the current version.
+    Commit(Box<CommitArgs>),
+    /// Drops the current version.
+    Remove {
+        /// How long its chunks stay readable (ms).
+        grace_ms: i64,
+    },
+}
+
+/// The answer to a [`WorkspaceCall`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum WorkspaceReply {
+    /// The current version, if any.
+    Current(Option<WorkspaceVersion>),
+    /// A commit's outcome.
+    Committed(Committed),
+    /// Nothing to say.
+    Done,
+}
+
+/// Runs one call on the agent's store, inside the caller's transaction.
+pub fn execute(
+    store: &impl SqlStore,
+    call: &WorkspaceCall,
+    env: &ObjectEnv,
+) -> Result<WorkspaceReply, DomainError> {
+    Ok(match call {
+        WorkspaceCall::Current => WorkspaceReply::Current(rules::current(store)?),
+        WorkspaceCall::Commit(args) => {
+            WorkspaceReply::Committed(rules::commit(store, args, env.now_ms)?)
+        }
+        WorkspaceCall::Remove { grace_ms } => {
+            rules::remove(store, env.now_ms, *grace_ms)?;
+            WorkspaceReply::Done
+        }
+    })
+}
+
+/// True when the call may change the object.
+pub fn is_write(call: &WorkspaceCall) -> bool {
+    !matches!(call, WorkspaceCall::Current)
+}
