@@ -110,9 +110,15 @@ fn worktree(dir: &Path) {
     std::os::unix::fs::symlink("does/not/exist", dir.join("dangling")).expect("link");
     let odd = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
     std::fs::write(dir.join(odd), "latin-1 name\n").expect("non-UTF-8 name");
-    // Several chunks, so that an edit inside it changes one or two of them.
-    let big: Vec<u8> = (0..3_000_000u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+    // Several chunks, none alike, so that an edit inside it changes one or two of them.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let big: Vec<u8> = (0..3_000_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
         .collect();
     std::fs::write(dir.join("data.bin"), big).expect("file");
 }
@@ -168,6 +174,11 @@ fn a_worktree_comes_back_whole_with_its_edit_and_its_unpushed_commit() {
     };
     assert_eq!(restored.root_hash, receipt.root_hash);
     assert_eq!(root_hash(&b), receipt.root_hash, "the tree as written");
+    // B's record names the pulled version: an unchanged tree sends nothing. (Before `git
+    // status`, which refreshes the index's stat data: a change of the tree like any other.)
+    let again = workspace_sync::push(&client, &agent, &b, &options(&b, &tmp.path().join("sb")))
+        .expect("unchanged");
+    assert!(again.skipped(), "{again:?}");
     assert_eq!(
         std::fs::read(b.join("src/lib.rs")).expect("read"),
         std::fs::read(a.join("src/lib.rs")).expect("read"),
@@ -183,11 +194,6 @@ fn a_worktree_comes_back_whole_with_its_edit_and_its_unpushed_commit() {
         git(&a, &["log", "--format=%H %s"])
     );
     assert!(git(&b, &["log", "--format=%s"]).contains("unpushed: two"));
-
-    // B's record names the pulled version: an unchanged tree sends nothing.
-    let again = workspace_sync::push(&client, &agent, &b, &options(&b, &tmp.path().join("sb")))
-        .expect("unchanged");
-    assert!(again.skipped(), "{again:?}");
 }
 
 #[test]
@@ -251,6 +257,17 @@ fn a_one_file_edit_sends_only_the_chunks_the_server_lacks() {
         first.transfer.bytes_sent
     );
     assert_eq!(second.receipt.expect("stored").version, 2);
+    eprintln!(
+        "first push: {} of {} chunks, {} bytes; after a one-byte edit: {} chunks, {} page, {} \
+         bytes ({} file read)",
+        first.transfer.chunks_sent,
+        total,
+        first.transfer.bytes_sent,
+        sent.chunks_sent,
+        sent.pages_sent,
+        sent.bytes_sent,
+        second.scan.files_read
+    );
 }
 
 #[test]

@@ -65,6 +65,7 @@ pub(super) fn act_polecat_works(
     let session = KiloApi::new(&polecat.url).create_session()?;
     turn(&polecat.url, &session, PROMPT_WORK)?;
     let expected = WorkTree {
+        // Before `git status`, which rewrites the index's stat data.
         root_hash: root_hash(&dir)?,
         status: git(&dir, &["status", "--porcelain"])?,
         log: git(&dir, &["log", "--format=%H %s"])?,
@@ -103,6 +104,8 @@ pub(super) fn act_polecat_works(
 /// status` and `git log`.
 pub(super) fn check_restored(stage: &Stage<'_>, expected: &WorkTree) -> Result<()> {
     let dir = worktree(stage);
+    // Before `git status`, which rewrites the index's stat data.
+    let root = root_hash(&dir).context("the polecat's worktree did not come back")?;
     let status = git(&dir, &["status", "--porcelain"])
         .context("the polecat's worktree did not come back")?;
     let log = git(&dir, &["log", "--format=%H %s"])?;
@@ -119,7 +122,6 @@ pub(super) fn check_restored(stage: &Stage<'_>, expected: &WorkTree) -> Result<(
             "{name} is not K's, byte for byte"
         );
     }
-    let root = root_hash(&dir)?;
     ensure!(
         root == expected.root_hash,
         "the restored tree's root hash {root} is not K's {}",
