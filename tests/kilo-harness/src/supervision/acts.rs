@@ -40,7 +40,7 @@ pub(super) fn play(stage: &Stage<'_>, report: &mut SupervisionReport) -> Result<
             "A's kilo (pid {pid}) outlived its container"
         );
     }
-    let killed = revival::act_killed(stage, &sessions.mayor)?;
+    let killed = revival::act_killed(stage, &sessions.mayor, &sessions.polecat)?;
     act_fenced(stage, &killed, report)
 }
 

@@ -235,10 +235,37 @@ impl Stage<'_> {
             args.push(arg.into());
         }
         let mut env = crate::kilo_env(&self.model.base_url())?;
+        allow_bash(&mut env)?;
         env.push(("STASIS_URL".into(), self.api.base().to_owned()));
         env.push(("STASIS_TOKEN".into(), self.api.token().to_owned()));
         Entrypoint::start(&self.options.client_bin, &args, &env, log)
     }
+}
+
+/// kilo's configuration with `bash` allowed without asking, as an unattended polecat runs: by
+/// default kilo asks before a command that writes (a redirection, `git commit`), and nobody
+/// would answer in a container.
+fn allow_bash(env: &mut [(String, String)]) -> Result<()> {
+    for (name, value) in env
+        .iter_mut()
+        .filter(|(name, _)| name == "KILO_CONFIG_CONTENT")
+    {
+        let mut config: serde_json::Value =
+            serde_json::from_str(value).with_context(|| format!("{name} is not JSON"))?;
+        let object = config
+            .as_object_mut()
+            .with_context(|| format!("{name} is not an object"))?;
+        object.insert(
+            "permission".into(),
+            serde_json::Value::Object(
+                [("bash".to_owned(), serde_json::Value::from("allow"))]
+                    .into_iter()
+                    .collect(),
+            ),
+        );
+        *value = config.to_string();
+    }
+    Ok(())
 }
 
 /// The story's `supervise` options with `overrides` (`--name=value;--name=value`, from

@@ -30,7 +30,11 @@ pub(super) struct Killed {
 /// starts a long reply and, once stasis holds its first pieces, K is SIGKILLed whole (`up`, its
 /// supervisors and both kilos at once). While no container lives, the user sends the Mayor a
 /// message.
-pub(super) fn act_killed(stage: &Stage<'_>, mayor_session: &str) -> Result<Killed> {
+pub(super) fn act_killed(
+    stage: &Stage<'_>,
+    mayor_session: &str,
+    polecat_session: &str,
+) -> Result<Killed> {
     stage.say("4. Container K on an empty folder: up brings both back, then K is killed whole");
     waits::empty_root(stage)?;
     let marks = [
@@ -41,7 +45,7 @@ pub(super) fn act_killed(stage: &Stage<'_>, mayor_session: &str) -> Result<Kille
     let result = (|| {
         let mayor = wait_started(stage, &mut k, MAYOR, marks[0])?;
         let polecat = wait_started(stage, &mut k, super::POLECAT, marks[1])?;
-        let tree = workspace::act_polecat_works(stage, &mut k, &polecat)?;
+        let tree = workspace::act_polecat_works(stage, &mut k, &polecat, polecat_session)?;
         let mark = last_seq(&stage.api, &stage.agent_path(MAYOR))?;
         KiloApi::new(&mayor.url).prompt_async(mayor_session, PROMPT_LONG)?;
         let path = stage.agent_path(MAYOR);

@@ -12,7 +12,6 @@ use super::container::Entrypoint;
 use super::log::{get_json, poll};
 use super::waits::{Started, alive};
 use super::{POLECAT, Stage};
-use crate::KiloApi;
 use anyhow::{Context, Result, ensure};
 use stasis_client::workspace::{self, ScanOptions};
 use std::path::{Path, PathBuf};
@@ -54,6 +53,7 @@ pub(super) fn act_polecat_works(
     stage: &Stage<'_>,
     k: &mut Entrypoint,
     polecat: &Started,
+    session: &str,
 ) -> Result<WorkTree> {
     let dir = worktree(stage);
     let head = git(&dir, &["log", "-1", "--format=%s"]).unwrap_or_default();
@@ -62,8 +62,9 @@ pub(super) fn act_polecat_works(
         "K's polecat worktree was not restored from A's eviction save (its head: {head:?})"
     );
     stage.say("   ✓ the polecat's worktree restored before its kilo started (A's WIP commit)");
-    let session = KiloApi::new(&polecat.url).create_session()?;
-    turn(&polecat.url, &session, PROMPT_WORK)?;
+    // Its session from A (the restored kilo.db holds it): a new, empty one would get the
+    // resume step's first prompt too.
+    turn(&polecat.url, session, PROMPT_WORK)?;
     let expected = WorkTree {
         // Before `git status`, which rewrites the index's stat data.
         root_hash: root_hash(&dir)?,
