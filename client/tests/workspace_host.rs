@@ -18,7 +18,7 @@ use stasis_client::workspace::{self, ScanOptions};
 use stasis_client::workspace_sync::{self, PullOptions, PullOutcome, PushOptions, StateDir};
 use stasis_client::{AgentRef, Client, Config};
 use stasis_domain::workspace::ContentHash;
-use stasis_domain::workspace::pages::{self, DEFAULT_PAGE_BYTES};
+use stasis_domain::workspace::pages;
 
 const HOW: &str = "these tests need a stasis server: STASIS_URL=http://127.0.0.1:8787 \
     STASIS_SECRET=<its secret> cargo test -p stasis-client --test workspace_host -- --ignored";
@@ -215,8 +215,12 @@ fn a_one_file_edit_sends_only_the_chunks_the_server_lacks() {
 
     // What the server lacks, asked before the push: exactly what the push must send.
     let scan = workspace::scan(&dir, &ScanOptions::default()).expect("scan");
-    let (head, _) =
-        pages::split(&scan.manifest, &Default::default(), DEFAULT_PAGE_BYTES).expect("pages");
+    let (head, _) = pages::split(
+        &scan.manifest,
+        &Default::default(),
+        workspace_sync::page_bytes(scan.summary.total_size),
+    )
+    .expect("pages");
     let mut names = scan.manifest.unique_chunks();
     names.extend(head.pages.iter().map(|p| p.sha256));
     let lacked: Value = client

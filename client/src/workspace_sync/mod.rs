@@ -50,7 +50,7 @@ use std::time::Instant;
 
 pub use chunks::MISSING_BATCH;
 pub use pull::{PullOutcome, Restored, pull};
-pub use push::{PushTransfer, Pushed, ScanCounts, push};
+pub use push::{PushTransfer, Pushed, ScanCounts, page_bytes, push};
 pub use synced::{StateDir, Synced};
 pub use wire::WorkspaceReceipt;
 

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
-use stasis_domain::workspace::pages::{self, DEFAULT_PAGE_BYTES, EncodedPage, ManifestHead};
+use stasis_domain::workspace::pages::{
+    self, DEFAULT_PAGE_BYTES, EncodedPage, MIN_PAGE_BYTES, ManifestHead,
+};
 use stasis_domain::workspace::{ContentHash, TreeLimits};
 
 use super::PushOptions;
@@ -29,6 +31,17 @@ use crate::workspace::{self, Scan, WorkspaceError};
 const SCAN_ROUNDS: usize = 3;
 /// Commits tried before giving up on a server that keeps naming missing chunks.
 const COMMIT_ROUNDS: usize = 4;
+/// A page holds at most this share of the tree's bytes (within the domain's page bounds): an
+/// edit that keeps its entry's length re-sends only the page that holds it, so a one-file edit
+/// moves about 0.5% of the tree in manifest bytes, not a whole 1 MB page of a 10 MB tree.
+const PAGE_SHARE_OF_TREE: u64 = 200;
+
+/// The page bound for a tree of `total_size` bytes: [`PAGE_SHARE_OF_TREE`], at least
+/// [`MIN_PAGE_BYTES`], at most [`DEFAULT_PAGE_BYTES`].
+pub fn page_bytes(total_size: u64) -> usize {
+    let share = usize::try_from(total_size / PAGE_SHARE_OF_TREE).unwrap_or(usize::MAX);
+    share.clamp(MIN_PAGE_BYTES, DEFAULT_PAGE_BYTES)
+}
 
 /// What a push did.
 #[derive(Debug, Clone, Serialize)]
@@ -178,9 +191,9 @@ impl<'a> Sending<'a> {
         scan: &'a Scan,
         event_watermark: Option<u64>,
     ) -> Result<Self> {
-        let (head, pages) =
-            pages::split(&scan.manifest, &TreeLimits::default(), DEFAULT_PAGE_BYTES)
-                .map_err(WorkspaceError::from)?;
+        let max_page = page_bytes(scan.summary.total_size);
+        let (head, pages) = pages::split(&scan.manifest, &TreeLimits::default(), max_page)
+            .map_err(WorkspaceError::from)?;
         let upload = ManifestUpload {
             head: &head,
             event_watermark,

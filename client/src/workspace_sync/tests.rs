@@ -209,6 +209,16 @@ fn a_chunk_garbled_by_the_server_fails_the_pull_and_leaves_no_folder() {
 }
 
 #[test]
+fn pages_hold_about_a_two_hundredth_of_the_tree_within_the_domains_bounds() {
+    use stasis_domain::workspace::pages::{DEFAULT_PAGE_BYTES, MIN_PAGE_BYTES};
+    assert_eq!(page_bytes(0), MIN_PAGE_BYTES);
+    assert_eq!(page_bytes(11 << 20), MIN_PAGE_BYTES, "a 11 MB checkout");
+    assert_eq!(page_bytes(100 << 20), (100 << 20) / 200);
+    assert_eq!(page_bytes(200 << 20), DEFAULT_PAGE_BYTES, "a 200 MB tree");
+    assert_eq!(page_bytes(u64::MAX), DEFAULT_PAGE_BYTES);
+}
+
+#[test]
 fn the_prefetch_hands_every_chunk_in_order_even_when_named_twice() {
     let chunk = |text: &[u8]| ChunkRef {
         sha256: ContentHash::of(text),
