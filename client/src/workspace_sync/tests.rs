@@ -209,6 +209,26 @@ fn a_chunk_garbled_by_the_server_fails_the_pull_and_leaves_no_folder() {
 }
 
 #[test]
+fn missing_is_asked_at_most_32768_names_at_a_time() {
+    let server = FakeServer::start();
+    let client = server.client();
+    let agent = polecat();
+    let routes = super::chunks::ChunkRoutes {
+        client: &client,
+        agent: &agent,
+        deadline: None,
+    };
+    let names: Vec<ContentHash> = (0..40_000u32)
+        .map(|i| ContentHash::of(&i.to_le_bytes()))
+        .collect();
+    let missing = routes.missing(&names).expect("answered");
+    assert_eq!(missing.len(), names.len(), "the fake holds none");
+    let asked = server.requests();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked.iter().all(|r| r.ends_with("/workspace/missing")));
+}
+
+#[test]
 fn pages_hold_about_a_two_hundredth_of_the_tree_within_the_domains_bounds() {
     use stasis_domain::workspace::pages::{DEFAULT_PAGE_BYTES, MIN_PAGE_BYTES};
     assert_eq!(page_bytes(0), MIN_PAGE_BYTES);
