@@ -28,7 +28,7 @@ use stasis_domain::{
 };
 
 /// How a manifest's files were cut, as the body carries it.
-#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ChunkingBody {
     algorithm: String,
@@ -38,7 +38,7 @@ pub(crate) struct ChunkingBody {
 }
 
 /// One page as the head names it.
-#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PageBody {
     /// The sha256 of the page's bytes (a chunk of the agent's store).
@@ -50,7 +50,7 @@ pub(crate) struct PageBody {
 /// `PUT /workspace/manifest`: a manifest head
 /// (`stasis_domain::workspace::pages::ManifestHead`) and an optional
 /// watermark.
-#[derive(Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ManifestBody {
     format: u32,
@@ -64,7 +64,7 @@ pub(crate) struct ManifestBody {
 }
 
 impl ManifestBody {
-    fn into_head(self) -> Result<(ManifestHead, Option<u64>), ApiError> {
+    pub(crate) fn into_head(self) -> Result<(ManifestHead, Option<u64>), ApiError> {
         let hash = |what: &str, text: &str| {
             text.parse::<ContentHash>().map_err(|err| {
                 ApiError::from(DomainError::invalid(

@@ -352,3 +352,68 @@ fn deleting_the_agent_removes_its_workspace() {
     let record = call("GET", &agent.log.path("")).send();
     assert_error(&record, 404, "agent_not_found");
 }
+
+#[test]
+fn an_export_imported_elsewhere_brings_the_workspace_and_an_import_without_one_drops_it() {
+    let source = WorkspaceAgent::fresh("ws-export");
+    call("PUT", &source.log.path(""))
+        .json(&json!({"role": "polecat"}))
+        .send()
+        .expect_json(201);
+    let mut tree = small_tree(13);
+    tree.dir("many");
+    for i in 0..500 {
+        tree.file(
+            format!("many/f{i:04}.txt"),
+            false,
+            format!("{i}\n").as_bytes(),
+        );
+    }
+    let paged = first_push(&source, &tree);
+    let manifest = call("GET", &source.log.path("/export"))
+        .send()
+        .expect_json(200);
+    assert_eq!(
+        manifest["workspace"]["root_hash"],
+        paged.head.root_hash.to_hex()
+    );
+    let exported = manifest["workspace_chunks"].as_array().map_or(0, Vec::len);
+    assert_eq!(
+        exported,
+        tree.chunks.len() + paged.pages.len(),
+        "every page and chunk once"
+    );
+
+    let target = WorkspaceAgent {
+        log: source.log.sibling("agent-2"),
+    };
+    let imported = call("PUT", &target.log.path("/import"))
+        .json(&manifest)
+        .send();
+    assert_eq!(imported.status, 200, "{}", imported.text());
+    let (head, pulled, files) = target.pull();
+    assert_eq!(head["root_hash"], paged.head.root_hash.to_hex());
+    assert_eq!(pulled, tree.manifest());
+    assert_eq!(files[b"many/f0499.txt".as_slice()], b"499\n");
+    let record = call("GET", &target.log.path("")).send().expect_json(200);
+    assert_eq!(
+        record["workspace"]["root_hash"],
+        paged.head.root_hash.to_hex()
+    );
+
+    // A manifest whose chunk is missing is refused whole.
+    let mut short = manifest.clone();
+    short["workspace_chunks"].as_array_mut().map(Vec::pop);
+    let other = WorkspaceAgent {
+        log: source.log.sibling("agent-3"),
+    };
+    let refused = call("PUT", &other.log.path("/import")).json(&short).send();
+    assert_error(&refused, 409, "chunks_missing");
+    assert_eq!(current(&other), None);
+    // An import without a workspace replaces it with none.
+    let reset = call("PUT", &target.log.path("/import"))
+        .json(&json!({}))
+        .send();
+    assert_eq!(reset.status, 200, "{}", reset.text());
+    assert_eq!(current(&target), None);
+}

@@ -3,7 +3,10 @@
 //! steps (missing, upload, collection) are the chunk store's calls, which
 //! travel as snapshot calls.
 
-use super::{Committed, Precondition, WorkspaceVersion, rules};
+use super::{
+    Committed, Precondition, WorkspaceVersion, rules,
+    staged::{self, StagedHead},
+};
 use crate::{
     DomainError,
     object_env::ObjectEnv,
@@ -43,6 +46,18 @@ pub enum WorkspaceCall {
         /// How long its chunks stay readable (ms).
         grace_ms: i64,
     },
+    /// Records the head an import gave.
+    StageHead(Box<StagedHead>),
+    /// The head the import in progress gave, if any.
+    StagedHead,
+    /// Stages the import's checked version (not current until the
+    /// import's commit).
+    Stage(Box<CommitArgs>),
+    /// Part `part` of what the current version names, with sizes.
+    ExportPart {
+        /// 0: the pages; `n`: the `n`th row of chunks.
+        part: u64,
+    },
 }
 
 /// The answer to a [`WorkspaceCall`].
@@ -53,6 +68,10 @@ pub enum WorkspaceReply {
     Current(Option<WorkspaceVersion>),
     /// A commit's outcome.
     Committed(Committed),
+    /// The head an import gave, if any.
+    Staged(Option<StagedHead>),
+    /// Chunk names with their sizes; `None` past the last part.
+    Names(Option<Vec<(ContentHash, u64)>>),
     /// Nothing to say.
     Done,
 }
@@ -72,10 +91,25 @@ pub fn execute(
             rules::remove(store, env.now_ms, *grace_ms)?;
             WorkspaceReply::Done
         }
+        WorkspaceCall::StageHead(head) => {
+            staged::record_head(store, head)?;
+            WorkspaceReply::Done
+        }
+        WorkspaceCall::StagedHead => WorkspaceReply::Staged(staged::head(store)?),
+        WorkspaceCall::Stage(args) => {
+            staged::stage(store, args)?;
+            WorkspaceReply::Done
+        }
+        WorkspaceCall::ExportPart { part } => {
+            WorkspaceReply::Names(rules::export_part(store, *part)?)
+        }
     })
 }
 
 /// True when the call may change the object.
 pub fn is_write(call: &WorkspaceCall) -> bool {
-    !matches!(call, WorkspaceCall::Current)
+    !matches!(
+        call,
+        WorkspaceCall::Current | WorkspaceCall::StagedHead | WorkspaceCall::ExportPart { .. }
+    )
 }

@@ -32,6 +32,7 @@ pub mod operations;
 pub mod ports;
 mod rules;
 pub mod saga;
+pub mod staged;
 
 pub use call::{CommitArgs, WorkspaceCall, WorkspaceReply, execute, is_write};
 pub use rules::{current, wipe};
@@ -71,6 +72,7 @@ const STATEMENTS: &[&str] = &[
         event_watermark INTEGER NOT NULL,
         created_at INTEGER NOT NULL
     )",
+    staged::TABLE,
     // The distinct file chunks each version names, raw sha256s
     // concatenated, in parts.
     "CREATE TABLE IF NOT EXISTS workspace_chunk_refs (

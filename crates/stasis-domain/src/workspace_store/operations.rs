@@ -3,8 +3,11 @@
 //! ([`super::ports::WorkspaceObject`]); a runtime carries them in an agent
 //! call ([`crate::operation::agent::workspace`]).
 
-use super::{CommitArgs, Committed, WorkspaceCall, WorkspaceReply, WorkspaceVersion};
+use super::{
+    CommitArgs, Committed, WorkspaceCall, WorkspaceReply, WorkspaceVersion, staged::StagedHead,
+};
 use crate::typed_operation::{Operation, operations};
+use crate::workspace::ContentHash;
 
 /// A workspace step that reads as an `R`.
 pub type WorkspaceOperation<R> = Operation<WorkspaceCall, WorkspaceReply, R>;
@@ -23,4 +26,16 @@ operations! {
     /// Drops the current version.
     remove(grace_ms: i64) -> ()
         = C::Remove { grace_ms }, R::Done => ();
+    /// Records the head an import gave.
+    stage_head(head: StagedHead) -> ()
+        = C::StageHead(Box::new(head)), R::Done => ();
+    /// The head the import in progress gave, if any.
+    staged_head() -> Option<StagedHead>
+        = C::StagedHead, R::Staged(head) => head;
+    /// Stages the import's checked version.
+    stage(args: CommitArgs) -> ()
+        = C::Stage(Box::new(args)), R::Done => ();
+    /// Part `part` of what the current version names, with sizes.
+    export_part(part: u64) -> Option<Vec<(ContentHash, u64)>>
+        = C::ExportPart { part }, R::Names(names) => names;
 }

@@ -12,7 +12,7 @@ use crate::{
     },
     event_log, params,
     sql::{RowExt, SqlStore},
-    workspace::INVALID_MANIFEST,
+    workspace::{ContentHash, INVALID_MANIFEST},
 };
 
 /// The current version, if any.
@@ -56,9 +56,40 @@ pub fn commit(
             created: false,
         });
     }
+    let (version, chunk_count) = add_version(store, args)?;
+    if let Some(old) = previous_version(store)? {
+        drop_version(store, old, readable_until(now_ms, args.grace_ms))?;
+    }
+    let event_watermark = match args.event_watermark {
+        Some(seq) => seq,
+        None => event_log::state(store)?.last_seq,
+    };
+    let stored = WorkspaceVersion {
+        version,
+        head: args.head.clone(),
+        files: args.files,
+        chunk_count,
+        event_watermark,
+        created_at: now_ms,
+    };
+    make_current(store, &stored)?;
+    Ok(Committed {
+        version: stored,
+        created: true,
+    })
+}
+
+/// Adds a version naming the head's pages and the given chunks, once the
+/// store holds every one (else 409 `chunks_missing`, or 400 for a page of
+/// another size); returns it and how many distinct chunks it names. It is
+/// not current yet.
+pub(super) fn add_version(
+    store: &impl SqlStore,
+    args: &CommitArgs,
+) -> Result<(u64, u64), DomainError> {
     let pages: Vec<ChunkHash> = args.head.pages.iter().map(|p| *p.sha256.as_raw()).collect();
-    let chunks: Vec<ChunkHash> =
-        distinct(&args.chunks.iter().map(|c| *c.as_raw()).collect::<Vec<_>>());
+    let raw: Vec<ChunkHash> = args.chunks.iter().map(|c| *c.as_raw()).collect();
+    let chunks = distinct(&raw);
     let mut named = pages.clone();
     named.extend_from_slice(&chunks);
     let page_sizes: Vec<u64> = args.head.pages.iter().map(|p| u64::from(p.size)).collect();
@@ -82,41 +113,40 @@ pub fn commit(
         )?;
     }
     table::reference(store, &chunks)?;
-    let readable = readable_until(now_ms, args.grace_ms);
-    if let Some(old) = previous_version(store)? {
-        drop_version(store, old, readable)?;
-    }
-    let event_watermark = match args.event_watermark {
-        Some(seq) => seq,
-        None => event_log::state(store)?.last_seq,
-    };
-    let stored = WorkspaceVersion {
-        version,
-        head: args.head.clone(),
-        files: args.files,
-        chunk_count: u64::try_from(chunks.len()).unwrap_or(u64::MAX),
-        event_watermark,
-        created_at: now_ms,
-    };
-    let head = serde_json::to_string(&stored.head)
+    Ok((version, u64::try_from(chunks.len()).unwrap_or(u64::MAX)))
+}
+
+/// Makes `version` (added already) the current one.
+pub(super) fn make_current(
+    store: &impl SqlStore,
+    version: &WorkspaceVersion,
+) -> Result<(), DomainError> {
+    let head = serde_json::to_string(&version.head)
         .map_err(|err| DomainError::Storage(format!("encoding a workspace head: {err}")))?;
     store.run(
         "INSERT OR REPLACE INTO workspace_current
             (id, version, head, files, chunk_count, event_watermark, created_at)
          VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)",
         params![
-            stored.version,
+            version.version,
             head,
-            stored.files,
-            stored.chunk_count,
-            stored.event_watermark,
-            stored.created_at
+            version.files,
+            version.chunk_count,
+            version.event_watermark,
+            version.created_at
         ],
     )?;
-    Ok(Committed {
-        version: stored,
-        created: true,
-    })
+    Ok(())
+}
+
+/// Drops the current version, if any (its chunks readable until
+/// `readable_until`).
+pub(super) fn clear_current(store: &impl SqlStore, readable_until: i64) -> Result<(), DomainError> {
+    if let Some(version) = previous_version(store)? {
+        drop_version(store, version, readable_until)?;
+    }
+    store.run("DELETE FROM workspace_current", Vec::new())?;
+    Ok(())
 }
 
 /// The current version's number, read alone.
@@ -134,7 +164,7 @@ fn previous_version(store: &impl SqlStore) -> Result<Option<u64>, DomainError> {
 /// Drops a version's references: its pages (the owner's manifest row) and
 /// its chunk parts; the chunks no version names any more stay readable
 /// until `readable_until`.
-fn drop_version(
+pub(super) fn drop_version(
     store: &impl SqlStore,
     version: u64,
     readable_until: i64,
@@ -163,12 +193,10 @@ fn drop_version(
 /// Drops the current version (404 `workspace_not_found` without one); its
 /// chunks stay readable for `grace_ms`.
 pub fn remove(store: &impl SqlStore, now_ms: i64, grace_ms: i64) -> Result<(), DomainError> {
-    let Some(version) = previous_version(store)? else {
+    if previous_version(store)?.is_none() {
         return Err(not_found());
-    };
-    drop_version(store, version, readable_until(now_ms, grace_ms))?;
-    store.run("DELETE FROM workspace_current", Vec::new())?;
-    Ok(())
+    }
+    clear_current(store, readable_until(now_ms, grace_ms))
 }
 
 /// Drops every workspace version and its references at once (the agent is
@@ -187,5 +215,48 @@ pub fn wipe(store: &impl SqlStore) -> Result<(), DomainError> {
         drop_version(store, version, 0)?;
     }
     store.run("DELETE FROM workspace_current", Vec::new())?;
+    store.run("DELETE FROM workspace_staged", Vec::new())?;
     Ok(())
+}
+
+/// Part `part` of what the current version names, for an export: part 0
+/// its pages, part `n` its `n`th row of chunks, each with its size; `None`
+/// past the last (or without a version).
+pub fn export_part(
+    store: &impl SqlStore,
+    part: u64,
+) -> Result<Option<Vec<(ContentHash, u64)>>, DomainError> {
+    let Some(current) = current(store)? else {
+        return Ok(None);
+    };
+    if part == 0 {
+        let pages = current.head.pages.iter();
+        return Ok(Some(pages.map(|p| (p.sha256, u64::from(p.size))).collect()));
+    }
+    let Some(row) = store.first_row(
+        "SELECT hashes FROM workspace_chunk_refs WHERE version = ?1 AND part = ?2",
+        params![current.version, part - 1],
+    )?
+    else {
+        return Ok(None);
+    };
+    let hashes: Vec<ChunkHash> = row
+        .blob(0)
+        .unwrap_or_default()
+        .chunks_exact(32)
+        .filter_map(|raw| ChunkHash::try_from(raw).ok())
+        .collect();
+    let sizes = table::stored_sizes(store, &hashes)?;
+    hashes
+        .iter()
+        .map(|hash| match sizes.get(hash) {
+            Some(size) => Ok((ContentHash::from_raw(*hash), *size)),
+            None => Err(DomainError::Storage(format!(
+                "workspace version {} names chunk {} the store does not hold",
+                current.version,
+                ContentHash::from_raw(*hash)
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }

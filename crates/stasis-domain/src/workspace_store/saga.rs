@@ -52,6 +52,39 @@ pub async fn commit(
             created: false,
         });
     }
+    let checked = check(object, blobs, key_prefix, &request).await?;
+    let args = CommitArgs {
+        head: request.head,
+        files: checked.files,
+        chunks: checked.chunks,
+        precondition: request.precondition,
+        event_watermark: request.event_watermark,
+        grace_ms: request.grace_ms,
+    };
+    object.run_workspace(op::commit(args)).await
+}
+
+/// What a head's pages hold, once read and checked.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// Regular files.
+    pub files: u64,
+    /// Every chunk the files name, once each, in order of first mention.
+    pub chunks: Vec<ContentHash>,
+}
+
+/// Reads and checks the head's pages one at a time: 413 past the limit
+/// (from the head itself first), 409 `chunks_missing` for pages the store
+/// lacks (kept from collection for `pending_ttl_ms` once asked for), 400
+/// `invalid_workspace_manifest` for pages that break the rules or do not
+/// make the head's tree. Whether the chunks are held is the commit's
+/// check.
+pub async fn check(
+    object: &impl WorkspaceObject,
+    blobs: &impl BlobStore,
+    key_prefix: &str,
+    request: &CommitRequest,
+) -> Result<Checked, DomainError> {
     let limit = request.limits.max_total_size;
     if request.head.total_size > limit {
         // Known from the head before any page is read.
@@ -80,15 +113,10 @@ pub async fn commit(
         }
     }
     let summary = checker.finish()?;
-    let args = CommitArgs {
-        head: request.head,
+    Ok(Checked {
         files: summary.files,
         chunks: named.order,
-        precondition: request.precondition,
-        event_watermark: request.event_watermark,
-        grace_ms: request.grace_ms,
-    };
-    object.run_workspace(op::commit(args)).await
+    })
 }
 
 /// The distinct chunks the pages name, in order of first mention.
