@@ -170,6 +170,17 @@ pub enum Error {
         /// The operation.
         what: String,
     },
+
+    /// A workspace could not be scanned, read back or restored (a file, a manifest that breaks
+    /// the rules, bytes that do not match their sha256, a restore into a non-empty folder).
+    #[error("workspace: {0}")]
+    Workspace(#[from] Box<crate::workspace::WorkspaceError>),
+}
+
+impl From<crate::workspace::WorkspaceError> for Error {
+    fn from(error: crate::workspace::WorkspaceError) -> Self {
+        Error::Workspace(Box::new(error))
+    }
 }
 
 impl Error {
@@ -252,7 +263,27 @@ impl Error {
             | Error::OutOfTime { .. } => exit::UNAVAILABLE,
             Error::Integrity { .. } => exit::INTEGRITY,
             Error::GaveUp { .. } => exit::UNAVAILABLE,
+            Error::Workspace(error) => workspace_exit_code(error),
         }
+    }
+}
+
+/// A workspace failure's exit code: the server's or the fetch's own when a chunk could not be
+/// fetched, integrity for bytes that do not match, local for the rest (files, rules, patterns,
+/// a restore target that is not empty).
+fn workspace_exit_code(error: &crate::workspace::WorkspaceError) -> u8 {
+    use crate::workspace::WorkspaceError as W;
+    match error {
+        W::Fetch { source, .. } => source.exit_code(),
+        W::Integrity { .. } => exit::INTEGRITY,
+        W::Io { .. }
+        | W::Unstable { .. }
+        | W::Manifest(_)
+        | W::UnsupportedChunking(_)
+        | W::Pattern { .. }
+        | W::TargetNotEmpty { .. }
+        | W::ChangedSinceScan { .. }
+        | W::UnknownChunk(_) => exit::LOCAL,
     }
 }
 
@@ -323,5 +354,31 @@ mod tests {
         assert_eq!(superseded.exit_code(), exit::FENCED);
         assert!(superseded.to_string().contains("container b"));
         assert_eq!(api(409).exit_code(), exit::REFUSED);
+    }
+
+    #[test]
+    fn workspace_failures_exit_by_what_failed() {
+        use crate::workspace::WorkspaceError;
+        let not_empty: Error = WorkspaceError::TargetNotEmpty {
+            path: "/w".into(),
+            detail: "the folder is not empty".into(),
+        }
+        .into();
+        assert_eq!(not_empty.exit_code(), exit::LOCAL);
+        assert!(not_empty.to_string().contains("never merges"));
+        let hash = stasis_domain::workspace::ContentHash::of(b"x");
+        let torn: Error = WorkspaceError::Integrity {
+            what: "a chunk".into(),
+            expected: hash,
+            actual: hash,
+        }
+        .into();
+        assert_eq!(torn.exit_code(), exit::INTEGRITY);
+        let fetch: Error = WorkspaceError::Fetch {
+            hash,
+            source: Box::new(api(503)),
+        }
+        .into();
+        assert_eq!(fetch.exit_code(), exit::UNAVAILABLE);
     }
 }

@@ -62,6 +62,7 @@ pub mod supervisor;
 pub mod tail;
 pub mod town;
 pub mod workspace;
+pub mod workspace_sync;
 
 pub use config::Config;
 pub use error::{Error, Result, exit};

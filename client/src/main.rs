@@ -5,6 +5,7 @@ mod cli;
 use clap::Parser;
 use cli::args::{Cli, Command, SnapshotCommand};
 use cli::output::Output;
+use cli::workspace_args::WorkspaceCommand;
 use stasis_client::{Client, Config, Error};
 use std::process::ExitCode;
 
@@ -36,6 +37,12 @@ fn run(cli: Cli) -> Result<u8, Error> {
     match cli.command {
         Command::Snapshot(SnapshotCommand::Push(args)) => cli::snapshot::push(&client, &out, args),
         Command::Snapshot(SnapshotCommand::Pull(args)) => cli::snapshot::pull(&client, &out, args),
+        Command::Workspace(WorkspaceCommand::Push(args)) => {
+            cli::workspace::push(&client, &out, args)
+        }
+        Command::Workspace(WorkspaceCommand::Pull(args)) => {
+            cli::workspace::pull(&client, &out, args)
+        }
         Command::Boot(args) => cli::boot::boot(&client, &out, args),
         Command::Drain(args) => cli::drain::drain(&client, &out, args),
         Command::Tail(args) => cli::tail::tail(&client, args),

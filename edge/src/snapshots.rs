@@ -132,6 +132,10 @@ impl Snapshots for EdgeObjects {
         self.storage.snapshot_limit
     }
 
+    fn workspace_limit(&self) -> u64 {
+        self.storage.workspace_limit
+    }
+
     fn snapshot_grace_ms(&self) -> i64 {
         i64::try_from(self.storage.snapshot_grace_ms).unwrap_or(i64::MAX)
     }

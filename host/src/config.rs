@@ -31,6 +31,9 @@ pub struct ServeConfig {
     /// The largest snapshot accepted (whole-file or manifest); larger ones
     /// are refused with 413.
     pub snapshot_limit: u64,
+    /// The largest workspace accepted, in bytes of files; larger ones are
+    /// refused with 413.
+    pub workspace_limit: u64,
     /// How long uploaded chunks no manifest names yet are kept (an upload
     /// in progress) before they are collected.
     pub snapshot_pending_ttl: Duration,
@@ -132,6 +135,7 @@ impl ServeConfig {
             max_events_per_agent: self.max_events_per_agent,
             snapshot_inline_limit: self.snapshot_inline_limit,
             snapshot_limit: self.snapshot_limit,
+            workspace_limit: self.workspace_limit,
             snapshot_grace_ms: u64::try_from(self.snapshot_grace.as_millis()).unwrap_or(u64::MAX),
             liveness_timeout_secs: self.liveness_timeout_secs,
         }

@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// refused with 413 and changes nothing.
     #[arg(long, env = "STASIS_MAX_SNAPSHOT_BYTES", default_value_t = stasis_domain::snapshot::DEFAULT_SNAPSHOT_LIMIT)]
     max_snapshot_bytes: u64,
+    /// The largest workspace accepted, in bytes of its files (4 GiB); a
+    /// larger one is refused with 413 and changes nothing.
+    #[arg(long, env = "STASIS_MAX_WORKSPACE_BYTES", default_value_t = stasis_domain::workspace::DEFAULT_WORKSPACE_LIMIT)]
+    max_workspace_bytes: u64,
     /// How long uploaded snapshot chunks that no manifest names yet are
     /// kept (an upload in progress) before they are collected.
     #[arg(long, env = "STASIS_SNAPSHOT_PENDING_TTL", default_value = "1h")]
@@ -166,6 +170,7 @@ impl ServeArgs {
             max_events_per_agent: self.max_events_per_agent,
             snapshot_inline_limit: self.snapshot_inline_limit,
             snapshot_limit: self.max_snapshot_bytes,
+            workspace_limit: self.max_workspace_bytes,
             snapshot_pending_ttl: self.snapshot_pending_ttl.into(),
             snapshot_grace: self.snapshot_grace.into(),
             liveness_timeout_secs: self.liveness_timeout_secs,

@@ -43,6 +43,7 @@ fn objects(data: &std::path::Path) -> HostObjects {
         max_events_per_agent: 100,
         snapshot_inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
         snapshot_limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
+        workspace_limit: stasis_domain::workspace::DEFAULT_WORKSPACE_LIMIT,
         snapshot_pending_ttl: std::time::Duration::from_secs(3600),
         snapshot_grace: std::time::Duration::ZERO,
         liveness_timeout_secs: 60,

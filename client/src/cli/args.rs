@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::parse_budget;
 use super::sidecar_args::SidecarArgs;
 use super::supervise_args::{SuperviseArgs, UpArgs};
+use super::workspace_args::WorkspaceCommand;
 
 pub const AFTER_HELP: &str = "\
 Configuration:
@@ -28,9 +29,11 @@ reported with the server's error code and message.
 
 Exit codes:
   0  done
-  1  local failure (a file, a SQLite database, bad configuration)
+  1  local failure (a file, a SQLite database, bad configuration; workspace: a folder
+     that cannot be read, a restore into a folder that is not empty)
   2  usage error
-  3  snapshot pull: the server has no snapshot for this agent (nothing was written)
+  3  snapshot pull: the server has no snapshot for this agent (nothing was written);
+     workspace pull: the agent has no workspace (nothing was written)
   4  the server refused the request (4xx: unauthorized, forbidden, 412, 413, ...)
   5  the server was unreachable or kept failing after bounded retries;
      sidecar: the agent runtime did not answer within --start-timeout
@@ -52,7 +55,7 @@ In a container:
       --runtime-url http://127.0.0.1:4096 &     # one per agent, beside its kilo serve
   trap 'stasis-client drain --town T --container-id \"$ID\"' TERM";
 
-/// The container client of stasis: kilo.db snapshots, boot, drain, and event tails.
+/// The container client of stasis: kilo.db snapshots, workspaces, boot, drain, and event tails.
 #[derive(Debug, Parser)]
 #[command(name = "stasis-client", version, after_help = AFTER_HELP)]
 pub struct Cli {
@@ -77,6 +80,10 @@ pub enum Command {
     /// Push or pull an agent's kilo.db snapshot.
     #[command(subcommand)]
     Snapshot(SnapshotCommand),
+
+    /// Push or pull an agent's workspace: its working folder, in content-defined chunks.
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
 
     /// Heartbeat, hydrate every registered agent's kilo.db, print the pending dispatches.
     ///

@@ -11,6 +11,8 @@ pub mod snapshot;
 pub mod supervise;
 pub mod supervise_args;
 pub mod tail;
+pub mod workspace;
+pub mod workspace_args;
 
 use std::time::Duration;
 

@@ -58,6 +58,7 @@ pub fn supervise(client: &Client, out: &Output, args: SuperviseArgs) -> Result<u
         SuperviseOptions::new(agent, args.role, args.container_id, args.root, args.command);
     options.workdir = args.workdir;
     options.dispatch = args.dispatch;
+    options.workspace.dir = args.workspace;
     args.tuning.apply(&mut options).map_err(Error::Config)?;
     let log = out.log(format!("supervisor {}:", options.agent));
     let supervisor = Supervisor::new(
@@ -115,6 +116,7 @@ pub fn up(client: &Client, out: &Output, args: UpArgs) -> Result<u8, Error> {
         container_id,
         root: args.root,
         agents: args.agents,
+        workspaces: args.workspaces,
         supervise_args,
         command: args.command,
         exe,
@@ -153,6 +155,12 @@ mod tests {
             "mayor=Save now",
             "--save-command",
             "git push",
+            "--workspace-interval",
+            "2s",
+            "--workspace-exclude",
+            "*.log",
+            "--workspace-include",
+            "node_modules/",
             "--",
             "kilo",
             "serve",

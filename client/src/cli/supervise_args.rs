@@ -63,6 +63,17 @@ pub struct Tuning {
     /// streamed before the cut, the user's message sent again, or nothing (only recorded).
     #[arg(long, value_enum, default_value_t = CutReply::Continue)]
     pub cut_reply: CutReply,
+    /// Saves of the workspace while a turn runs are at least this far apart (a turn's end
+    /// saves at once; an unchanged folder sends nothing).
+    #[arg(long, default_value = "5s", value_parser = parse_budget)]
+    pub workspace_interval: Duration,
+    /// Leave out of the workspace what matches, in gitignore syntax (repeatable); what git
+    /// ignores there is always left out.
+    #[arg(long = "workspace-exclude", value_name = "GLOB")]
+    pub workspace_excludes: Vec<String>,
+    /// Keep in the workspace what matches although git ignores it (repeatable).
+    #[arg(long = "workspace-include", value_name = "GLOB")]
+    pub workspace_includes: Vec<String>,
 }
 
 /// `--cut-reply`'s values.
@@ -124,6 +135,9 @@ impl Tuning {
             eviction.nudges.insert(role.to_owned(), text.to_owned());
         }
         options.eviction = eviction;
+        options.workspace.interval = self.workspace_interval;
+        options.workspace.excludes = self.workspace_excludes.clone();
+        options.workspace.includes = self.workspace_includes.clone();
         Ok(())
     }
 
@@ -147,7 +161,14 @@ impl Tuning {
             ("--save-timeout", duration(self.save_timeout)),
             ("--stop-grace", duration(self.stop_grace)),
             ("--cut-reply", self.cut_reply.name().to_owned()),
+            ("--workspace-interval", duration(self.workspace_interval)),
         ];
+        for glob in &self.workspace_excludes {
+            args.push(("--workspace-exclude", glob.clone()));
+        }
+        for glob in &self.workspace_includes {
+            args.push(("--workspace-include", glob.clone()));
+        }
         for nudge in &self.nudges {
             args.push(("--nudge", nudge.clone()));
         }
@@ -188,6 +209,12 @@ pub struct SuperviseArgs {
     /// The agent's dispatch (a JSON file `up` writes), for the resume step.
     #[arg(long)]
     pub dispatch: Option<PathBuf>,
+    /// Keep this folder as the agent's workspace (usually its --workdir): restored before the
+    /// runtime starts when it is missing or empty, saved when a turn ends, at most every
+    /// --workspace-interval while a turn runs, and at the eviction after --save-command. Its
+    /// state (the last saved version, the scan's index) is {root}/stasis-workspace-{agent}.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
     #[command(flatten)]
     pub tuning: Tuning,
     /// The runtime's command, e.g. -- kilo serve --port 0 --hostname 127.0.0.1
@@ -210,6 +237,10 @@ pub struct UpArgs {
     /// An agent to start besides the registry's, RIG/AGENT:ROLE (repeatable).
     #[arg(long = "agent", value_name = "RIG/AGENT:ROLE")]
     pub agents: Vec<AgentSpec>,
+    /// Keep every agent's working folder, {root}/agent-home-{agent}/work, as its workspace
+    /// (each supervisor gets --workspace with it; see `supervise --help`).
+    #[arg(long)]
+    pub workspaces: bool,
     #[command(flatten)]
     pub tuning: Tuning,
     /// The runtime's command for every agent, e.g. -- kilo serve --port 0 --hostname 127.0.0.1

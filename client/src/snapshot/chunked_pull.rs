@@ -177,15 +177,16 @@ impl ChunkedPull<'_> {
         let target: &File = file.file();
         let whole = OrderedHash::start(&placements, MAX_HELD_FOR_HASH);
         let indexed: Vec<(usize, &Placement)> = placements.iter().enumerate().collect();
-        let written = parallel::for_each(&indexed, TRANSFERS_IN_FLIGHT, |&(index, placement)| {
-            let bytes = self.chunk(placement, &counters)?;
-            for &offset in &placement.offsets {
-                target.write_all_at(&bytes, offset).map_err(temp_context)?;
-                bar.inc(placement.len);
-            }
-            whole.add(index, bytes);
-            Ok(())
-        });
+        let written: Result<()> =
+            parallel::for_each(&indexed, TRANSFERS_IN_FLIGHT, |&(index, placement)| {
+                let bytes = self.chunk(placement, &counters)?;
+                for &offset in &placement.offsets {
+                    target.write_all_at(&bytes, offset).map_err(temp_context)?;
+                    bar.inc(placement.len);
+                }
+                whole.add(index, bytes);
+                Ok(())
+            });
         bar.finish_and_clear();
         written?;
         let (actual, size) = match whole.finish() {

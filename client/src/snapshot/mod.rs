@@ -12,7 +12,7 @@ mod landing;
 mod manifest;
 mod options;
 mod ordered_hash;
-mod parallel;
+pub(crate) mod parallel;
 mod pull;
 mod pull_outcome;
 mod push;

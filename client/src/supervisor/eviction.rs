@@ -7,7 +7,8 @@
 //! 2. `nudge`: the agent gets its role's message as a prompt (the Mayor gets none);
 //! 3. `wait`: until that turn ends or the nudge window closes (a second signal closes it);
 //! 4. `abort`: a turn still running is aborted;
-//! 5. `save`: the save command runs in the agent's working folder, within its own timeout;
+//! 5. `save`: the save command runs in the agent's working folder, within its own timeout; then
+//!    the agent's workspace, when one is kept, is saved (`stasis.workspace.saved`);
 //! 6. `stop`: the runtime is stopped (SIGTERM, then SIGKILL after the grace);
 //! 7. `flush`: then the caller has the sidecar forward what it holds and push a last snapshot.
 
@@ -25,6 +26,7 @@ use super::millis;
 use super::process::Runtime;
 use super::runtime_api::RuntimeApi;
 use super::status::Status;
+use super::workspace::Keeper;
 use crate::error::Error;
 use crate::http::Client;
 use crate::sidecar::Log;
@@ -34,6 +36,8 @@ pub(super) struct Eviction<'a> {
     pub(super) options: &'a SuperviseOptions,
     pub(super) client: &'a Client,
     pub(super) journal: &'a Journal,
+    /// The agent's workspace, when one is kept.
+    pub(super) workspace: Option<&'a Keeper>,
     pub(super) runtime: &'a Runtime,
     pub(super) api: &'a RuntimeApi,
     pub(super) status: &'a Status,
@@ -135,6 +139,10 @@ fn phases(
             .min(deadline.saturating_duration_since(Instant::now()));
         let data = save(e, command, limit);
         e.journal.record("stasis.eviction.save", None, data)?;
+    }
+    if let Some(workspace) = e.workspace {
+        // After the save command: its WIP commit is part of what is saved.
+        workspace.save("eviction", Some(deadline))?;
     }
 
     let pid = e.runtime.pid;

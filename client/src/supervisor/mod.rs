@@ -12,16 +12,20 @@
 //!   `interval` end the supervisor ([`exit::GAVE_UP`](crate::exit::GAVE_UP);
 //!   `start_limit.rs`). A turn busy past the turn deadline is aborted (`POST
 //!   /session/{id}/abort`; `status.rs` follows `session.status`).
+//! - **Workspace** (`workspace.rs`, with [`WorkspaceKeeping::dir`]): the agent's folder
+//!   restored before the first start when it is missing or empty, saved when a turn ends, at
+//!   most every interval while a turn runs, and at the eviction after the save command.
 //! - **Eviction** on SIGTERM (`eviction.rs`): the town told, the agent nudged by role, its turn
-//!   awaited within the nudge window then aborted, the save command run, the runtime stopped,
-//!   the events flushed and a last snapshot pushed, exit 0, within the budget.
+//!   awaited within the nudge window then aborted, the save command run, the workspace saved,
+//!   the runtime stopped, the events flushed and a last snapshot pushed, exit 0, within the
+//!   budget.
 //! - **Fenced**: once another container has taken the town over (a write answered 409
 //!   `container_fenced`, or the town naming another current container), the runtime is killed
 //!   at once and the supervisor ends with [`exit::FENCED`](crate::exit::FENCED).
 //!
 //! Every start, exit, restart, give-up, abort and eviction phase is an event in the agent's log
 //! (`journal.rs`): `stasis.runtime.{started,exited,restarting,gave_up}`,
-//! `stasis.turn.aborted`, `stasis.eviction.<phase>`.
+//! `stasis.turn.aborted`, `stasis.eviction.<phase>`, `stasis.workspace.{restored,saved,save_failed}`.
 //!
 //! [`up`] is the container's entrypoint: boot, then one supervisor process per agent, reaping
 //! every child and orphan and forwarding SIGTERM/SIGINT, like tini.
@@ -36,6 +40,7 @@ mod runtime_api;
 mod start_limit;
 mod status;
 pub mod up;
+mod workspace;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -45,6 +50,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
 pub use start_limit::{RestartPolicy, StartLimit, Verdict};
+pub use workspace::WorkspaceKeeping;
 
 use crate::error::Error;
 use crate::http::Client;
@@ -123,6 +129,8 @@ pub struct SuperviseOptions {
     pub eviction: EvictionOptions,
     /// The dispatch `up` received for this agent (a JSON file), for the [`OnReady`] hook.
     pub dispatch: Option<PathBuf>,
+    /// The agent's workspace: restored before the first start, saved as it works.
+    pub workspace: WorkspaceKeeping,
 }
 
 impl SuperviseOptions {
@@ -148,6 +156,7 @@ impl SuperviseOptions {
             snapshot_interval: Duration::from_secs(5),
             eviction: EvictionOptions::default(),
             dispatch: None,
+            workspace: WorkspaceKeeping::default(),
         }
     }
 

@@ -119,6 +119,11 @@ impl Status {
             .is_some_and(|s| s.busy_since.is_some())
     }
 
+    /// Turns ended (`session.idle`) in every session so far.
+    pub(crate) fn turns_ended(&self) -> u64 {
+        self.lock().sessions.values().map(|s| s.idles).sum()
+    }
+
     /// Every busy session.
     pub(crate) fn busy_sessions(&self) -> Vec<String> {
         let inner = self.lock();
@@ -229,6 +234,7 @@ mod tests {
         );
         assert!(!status.is_busy("ses_1"));
         assert_eq!(status.idles("ses_1"), 1);
+        assert_eq!(status.turns_ended(), 1);
         assert_eq!(status.last_session().as_deref(), Some("ses_1"));
     }
 

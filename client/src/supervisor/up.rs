@@ -63,6 +63,8 @@ pub struct UpOptions {
     pub root: PathBuf,
     /// Agents to start besides the registry's.
     pub agents: Vec<AgentSpec>,
+    /// Every agent's working folder (`{root}/agent-home-{agent}/work`) kept as its workspace.
+    pub workspaces: bool,
     /// Options handed to every `supervise` (before the `--`).
     pub supervise_args: Vec<String>,
     /// The runtime's command line.
@@ -229,6 +231,11 @@ fn spawn_supervisor(
         .arg(&options.root);
     if let Some(dispatch) = dispatch {
         command.arg("--dispatch").arg(dispatch);
+    }
+    if options.workspaces {
+        // The working folder `supervise` defaults to.
+        let workdir = crate::boot::agent_home(&options.root, &agent.agent_id).join("work");
+        command.arg("--workspace").arg(workdir);
     }
     command
         .args(&options.supervise_args)

@@ -46,6 +46,7 @@ pub(crate) struct AgentView<'a> {
     event_count: u64,
     snapshot: Option<SnapshotMeta>,
     has_checkpoint: bool,
+    workspace: Option<crate::workspace_http::SummaryView>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -103,6 +104,7 @@ async fn view<O: Objects + Snapshots>(
         .snapshot_read(key, false)
         .await?
         .map(|(meta, _)| meta);
+    let workspace = crate::workspace_http::summary(objects, key).await?;
     Ok(reply::json(
         status,
         &AgentView {
@@ -117,6 +119,7 @@ async fn view<O: Objects + Snapshots>(
             event_count: summary.event_count,
             snapshot,
             has_checkpoint: summary.has_checkpoint,
+            workspace,
         },
     ))
 }
@@ -127,14 +130,18 @@ async fn destroy<O: Objects + Snapshots>(
     objects: &O,
     key: &AgentKey,
 ) -> Result<Response<Bytes>, ApiError> {
-    let had_snapshot = objects.snapshot_read(key, false).await?.is_some();
+    let had_stored = objects.snapshot_read(key, false).await?.is_some()
+        || crate::workspace_http::summary(objects, key)
+            .await?
+            .is_some();
     let existed = objects.agent(key, op::destroy_agent()).await?.existed;
-    if had_snapshot {
+    // The wipe takes the workspace's versions too, then every chunk.
+    if had_stored {
         objects.snapshot_wipe(key).await?;
     }
     let forget = town_op::forget_agent(key.rig.clone(), key.agent.clone());
     let forgotten = objects.town(&key.town, forget).await?;
-    if !(existed || had_snapshot || forgotten) {
+    if !(existed || had_stored || forgotten) {
         return Err(DomainError::NotFound(Refusal::new(
             "agent_not_found",
             format!("agent {:?} has nothing to destroy", key.agent),

@@ -48,7 +48,7 @@ pub fn check(
             snapshot::check_content_type(headers)?;
             return Ok(limits.snapshot);
         }
-        Endpoint::Agent(_, AgentEndpoint::SnapshotChunk(_)) => {
+        Endpoint::Agent(_, AgentEndpoint::SnapshotChunk(_) | AgentEndpoint::WorkspaceChunk(_)) => {
             snapshot::check_content_type(headers)?;
             return Ok(snapshot_delta::CHUNK_BODY_LIMIT);
         }
@@ -61,9 +61,13 @@ pub fn check(
             MAX_DOCUMENT_BYTES
         }
         Endpoint::Agent(_, AgentEndpoint::Import) => limits.import,
-        Endpoint::Agent(_, AgentEndpoint::SnapshotMissing | AgentEndpoint::SnapshotManifest) => {
-            snapshot_delta::LIST_BODY_LIMIT
-        }
+        Endpoint::Agent(
+            _,
+            AgentEndpoint::SnapshotMissing
+            | AgentEndpoint::SnapshotManifest
+            | AgentEndpoint::WorkspaceMissing
+            | AgentEndpoint::WorkspaceManifest,
+        ) => snapshot_delta::LIST_BODY_LIMIT,
         Endpoint::Agent(
             _,
             AgentEndpoint::Record
@@ -89,7 +93,9 @@ pub fn too_large(endpoint: &Endpoint, method: &Method, limit: u64) -> ApiError {
         Endpoint::Agent(_, AgentEndpoint::Snapshot) => {
             return ApiError::from(stasis_domain::snapshot::too_large(limit));
         }
-        Endpoint::Agent(_, AgentEndpoint::SnapshotChunk(_)) => "chunk_too_large",
+        Endpoint::Agent(_, AgentEndpoint::SnapshotChunk(_) | AgentEndpoint::WorkspaceChunk(_)) => {
+            "chunk_too_large"
+        }
         Endpoint::Agent(_, AgentEndpoint::Checkpoint) => "checkpoint_too_large",
         Endpoint::Agent(_, AgentEndpoint::MemoryEntry(_)) => "memory_value_too_large",
         _ => return ApiError::body_too_large(limit),

@@ -74,6 +74,14 @@ pub enum AgentEndpoint {
     SnapshotChunk(String),
     /// `/db-snapshot/manifest`
     SnapshotManifest,
+    /// `/workspace`
+    Workspace,
+    /// `/workspace/missing`
+    WorkspaceMissing,
+    /// `/workspace/chunks/{sha256}`
+    WorkspaceChunk(String),
+    /// `/workspace/manifest`
+    WorkspaceManifest,
     /// `/export`
     Export,
     /// `/import`

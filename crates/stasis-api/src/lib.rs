@@ -53,6 +53,7 @@ mod table;
 mod token_http;
 mod town_http;
 pub mod ui;
+mod workspace_http;
 
 pub use body_rules::DEFAULT_IMPORT_LIMIT;
 pub use error::{ApiError, ErrorLog};

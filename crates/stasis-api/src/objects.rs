@@ -18,6 +18,8 @@ use stasis_domain::{
         town::TownOperation,
     },
     snapshot::{SnapshotMeta, chunk_saga, ports::SnapshotObject, saga, whole::WholeReader},
+    workspace::DEFAULT_WORKSPACE_LIMIT,
+    workspace_store::{operations::WorkspaceOperation, ports::WorkspaceObject},
 };
 use std::{future::Future, time::Duration};
 
@@ -94,8 +96,9 @@ pub trait Objects: Summariser {
 /// into a guest and are hashed natively (the host's `sha2` with the CPU's
 /// SHA extensions, the edge's WebCrypto).
 pub trait Snapshots: Objects {
-    /// The agent's object as the sagas reach it.
-    type Object<'a>: SnapshotObject
+    /// The agent's object as the sagas reach it (kilo.db's and the
+    /// workspace's).
+    type Object<'a>: SnapshotObject + WorkspaceObject
     where
         Self: 'a;
     /// The KV store.
@@ -112,6 +115,11 @@ pub trait Snapshots: Objects {
 
     /// The largest snapshot accepted.
     fn snapshot_limit(&self) -> u64;
+
+    /// The largest workspace accepted, in bytes of files.
+    fn workspace_limit(&self) -> u64 {
+        DEFAULT_WORKSPACE_LIMIT
+    }
 
     /// How long uploaded chunks no manifest names are kept (ms): an upload
     /// in progress.
@@ -289,6 +297,15 @@ impl<O: Objects> ChunkObject for AgentSnapshotObject<'_, O> {
     ) -> impl Future<Output = Result<R, DomainError>> {
         self.objects
             .agent(self.key, agent_op::snapshot(chunk_step(step)))
+    }
+}
+
+impl<O: Objects> WorkspaceObject for AgentSnapshotObject<'_, O> {
+    fn run_workspace<R: Send + 'static>(
+        &self,
+        step: WorkspaceOperation<R>,
+    ) -> impl Future<Output = Result<R, DomainError>> {
+        self.objects.agent(self.key, agent_op::workspace(step))
     }
 }
 

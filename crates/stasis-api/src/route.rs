@@ -71,7 +71,9 @@ fn check_ids(endpoint: &Endpoint) -> Result<(), ApiError> {
             match endpoint {
                 AgentEndpoint::Session(id) => check("session", id),
                 AgentEndpoint::MemoryEntry(key) => check("memory key", key),
-                AgentEndpoint::SnapshotChunk(chunk) => check_chunk_name(chunk),
+                AgentEndpoint::SnapshotChunk(chunk) | AgentEndpoint::WorkspaceChunk(chunk) => {
+                    check_chunk_name(chunk)
+                }
                 _ => Ok(()),
             }
         }

@@ -6,7 +6,7 @@ use crate::{
     error::ApiError,
     events, export, import, mayor_http, query, reply,
     route::{AgentEndpoint, Endpoint, TownEndpoint},
-    snapshot, snapshot_delta, sse, token_http, town_http,
+    snapshot, snapshot_delta, sse, token_http, town_http, workspace_http,
 };
 use bytes::Bytes;
 use http::{HeaderMap, Method, Response, StatusCode, header};
@@ -163,6 +163,18 @@ async fn agent_endpoint<O: Objects + Snapshots>(
         AgentEndpoint::SnapshotManifest => {
             snapshot_delta::get_manifest(objects, key, headers).await
         }
+        AgentEndpoint::WorkspaceMissing => snapshot_delta::missing(objects, key, &body).await,
+        AgentEndpoint::WorkspaceChunk(name) if *method == Method::PUT => {
+            snapshot_delta::put_chunk(objects, key, &name, &body).await
+        }
+        AgentEndpoint::WorkspaceChunk(name) => snapshot_delta::get_chunk(objects, key, &name).await,
+        AgentEndpoint::WorkspaceManifest if *method == Method::PUT => {
+            workspace_http::put_manifest(objects, key, headers, &body).await
+        }
+        AgentEndpoint::WorkspaceManifest => {
+            workspace_http::get_manifest(objects, key, headers).await
+        }
+        AgentEndpoint::Workspace => workspace_http::delete(objects, key).await,
         AgentEndpoint::Dispatch => mayor_http::dispatch_agent(objects, key, &body).await,
         AgentEndpoint::Inbox => mayor_http::agent_inbox(objects, key, headers, &body).await,
         AgentEndpoint::RegistryEntry => {

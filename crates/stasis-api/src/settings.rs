@@ -16,6 +16,8 @@ pub struct StorageSettings {
     pub snapshot_inline_limit: u64,
     /// The largest snapshot accepted.
     pub snapshot_limit: u64,
+    /// The largest workspace accepted, in bytes of files.
+    pub workspace_limit: u64,
     /// How long a superseded or deleted snapshot version's chunks stay
     /// readable (ms).
     pub snapshot_grace_ms: u64,
@@ -69,6 +71,8 @@ const INLINE: &str = "STASIS_SNAPSHOT_INLINE_LIMIT";
 const INLINE_FLAG: &str = "--snapshot-inline-limit";
 const SNAPSHOT_LIMIT: &str = "STASIS_MAX_SNAPSHOT_BYTES";
 const SNAPSHOT_LIMIT_FLAG: &str = "--max-snapshot-bytes";
+const WORKSPACE_LIMIT: &str = "STASIS_MAX_WORKSPACE_BYTES";
+const WORKSPACE_LIMIT_FLAG: &str = "--max-workspace-bytes";
 const GRACE: &str = "STASIS_SNAPSHOT_GRACE_MS";
 const GRACE_FLAG: &str = "--snapshot-grace";
 const LIVENESS: &str = "STASIS_LIVENESS_TIMEOUT_SECS";
@@ -80,6 +84,7 @@ impl Default for StorageSettings {
             max_events_per_agent: limits::DEFAULT_MAX_EVENTS,
             snapshot_inline_limit: snapshot::DEFAULT_INLINE_LIMIT,
             snapshot_limit: snapshot::DEFAULT_SNAPSHOT_LIMIT,
+            workspace_limit: stasis_domain::workspace::DEFAULT_WORKSPACE_LIMIT,
             snapshot_grace_ms: chunk_store::DEFAULT_CHUNK_GRACE_MS.unsigned_abs(),
             liveness_timeout_secs: stasis_domain::town::DEFAULT_LIVENESS_TIMEOUT_MS / 1000,
         }
@@ -102,6 +107,11 @@ impl StorageSettings {
             max_events_per_agent: number(RETENTION, RETENTION_FLAG, defaults.max_events_per_agent)?,
             snapshot_inline_limit: number(INLINE, INLINE_FLAG, defaults.snapshot_inline_limit)?,
             snapshot_limit: number(SNAPSHOT_LIMIT, SNAPSHOT_LIMIT_FLAG, defaults.snapshot_limit)?,
+            workspace_limit: number(
+                WORKSPACE_LIMIT,
+                WORKSPACE_LIMIT_FLAG,
+                defaults.workspace_limit,
+            )?,
             snapshot_grace_ms: number(GRACE, GRACE_FLAG, defaults.snapshot_grace_ms)?,
             liveness_timeout_secs: number(LIVENESS, LIVENESS_FLAG, defaults.liveness_timeout_secs)?,
         };
@@ -144,15 +154,17 @@ mod tests {
         let read = read(&[
             (RETENTION, " 50 "),
             (SNAPSHOT_LIMIT, "1000"),
+            (WORKSPACE_LIMIT, "2000"),
             (LIVENESS, "5"),
         ]);
         assert_eq!(
             read.map(|s| (
                 s.max_events_per_agent,
                 s.snapshot_limit,
+                s.workspace_limit,
                 s.liveness_timeout_ms()
             )),
-            Ok((50, 1000, 5000))
+            Ok((50, 1000, 2000, 5000))
         );
     }
 

@@ -14,6 +14,7 @@ use crate::{
     snapshot::{self, SnapshotCall, SnapshotReply},
     sql::SqlStore,
     summary_cache,
+    workspace_store::{self, WorkspaceCall, WorkspaceReply},
 };
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +33,8 @@ pub enum AgentCall {
     Snapshot(SnapshotCall),
     /// Record, sessions, checkpoint, memory, export and import.
     State(StateCall),
+    /// A step of a workspace operation.
+    Workspace(WorkspaceCall),
     /// The conversation rebuilt from the log.
     Conversation {
         /// Turns and tokens to keep.
@@ -76,6 +79,8 @@ pub enum AgentReply {
     Snapshot(SnapshotReply),
     /// The answer to a state call.
     State(StateReply),
+    /// The answer to a workspace step.
+    Workspace(WorkspaceReply),
     /// A rebuilt conversation.
     Conversation(PriorConversation),
     /// A conversation with summaries wanted, and the summariser's work.
@@ -90,6 +95,7 @@ pub enum AgentReply {
 pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
     event_log::migrate(store)?;
     snapshot::migrate(store)?;
+    workspace_store::migrate(store)?;
     agent_state::migrate(store)?;
     crate::fence::migrate(store)?;
     Ok(())
@@ -144,6 +150,9 @@ pub fn execute(
         AgentCall::ReadEvents(query) => AgentReply::Events(event_log::read(store, query)?),
         AgentCall::Snapshot(call) => AgentReply::Snapshot(snapshot::execute(store, call, env)?),
         AgentCall::State(call) => AgentReply::State(agent_state::execute(store, call, env)?),
+        AgentCall::Workspace(call) => {
+            AgentReply::Workspace(workspace_store::execute(store, call, env)?)
+        }
         AgentCall::Conversation { budget, session_id } => {
             AgentReply::Conversation(recall::conversation(store, budget, session_id.as_deref())?)
         }
@@ -170,6 +179,7 @@ pub fn is_write(call: &AgentCall) -> bool {
         | AgentCall::DispatchContext { .. } => false,
         AgentCall::Snapshot(call) => snapshot::is_write(call),
         AgentCall::State(call) => agent_state::is_write(call),
+        AgentCall::Workspace(call) => workspace_store::is_write(call),
     }
 }
 

@@ -49,5 +49,6 @@ pub mod town;
 pub mod typed_operation;
 pub mod wire;
 pub mod workspace;
+pub mod workspace_store;
 
 pub use error::{DomainError, FenceRefusal, Refusal};

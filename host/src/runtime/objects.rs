@@ -44,6 +44,7 @@ struct Inner {
     max_events: u64,
     snapshot_inline_limit: u64,
     snapshot_limit: u64,
+    workspace_limit: u64,
     snapshot_pending_ttl_ms: i64,
     snapshot_grace_ms: i64,
     /// When this process started (ms): no collection of an earlier one
@@ -72,6 +73,7 @@ impl HostObjects {
                 max_events: config.max_events_per_agent,
                 snapshot_inline_limit: config.snapshot_inline_limit,
                 snapshot_limit: config.snapshot_limit,
+                workspace_limit: config.workspace_limit,
                 snapshot_pending_ttl_ms: i64::try_from(config.snapshot_pending_ttl.as_millis())
                     .unwrap_or(i64::MAX),
                 snapshot_grace_ms: i64::try_from(config.snapshot_grace.as_millis())
@@ -284,6 +286,10 @@ impl Snapshots for HostObjects {
 
     fn snapshot_limit(&self) -> u64 {
         self.inner.snapshot_limit
+    }
+
+    fn workspace_limit(&self) -> u64 {
+        self.inner.workspace_limit
     }
 
     fn snapshot_pending_ttl_ms(&self) -> i64 {

@@ -46,6 +46,7 @@ pub mod snapshot;
 pub mod sse;
 pub mod tokens;
 pub mod town;
+pub mod workspace;
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::OnceLock;

@@ -13,7 +13,7 @@ use stasis_conformance::{
     town_token, unique_id,
 };
 
-const RECORD_FIELDS: [&str; 11] = [
+const RECORD_FIELDS: [&str; 12] = [
     "town_id",
     "rig_id",
     "agent_id",
@@ -25,6 +25,7 @@ const RECORD_FIELDS: [&str; 11] = [
     "event_count",
     "snapshot",
     "has_checkpoint",
+    "workspace",
 ];
 
 #[test]
@@ -44,6 +45,7 @@ fn registering_creates_the_record_with_201_and_get_reads_it_back() {
     assert_eq!(created["event_count"], json!(0));
     assert_eq!(created["snapshot"], Value::Null);
     assert_eq!(created["has_checkpoint"], json!(false));
+    assert_eq!(created["workspace"], Value::Null);
     let at = num(&created, "created_at");
     assert!(
         at + 60_000 >= start && at <= end + 60_000,

@@ -15,7 +15,7 @@ use stasis_conformance::{
     Value, assert_error, call, events, foreign_token, json, num, town_token, unique_id,
 };
 
-const MANIFEST_FIELDS: [&str; 7] = [
+const MANIFEST_FIELDS: [&str; 9] = [
     "format",
     "agent",
     "sessions",
@@ -23,6 +23,8 @@ const MANIFEST_FIELDS: [&str; 7] = [
     "checkpoint",
     "memory",
     "snapshot",
+    "workspace",
+    "workspace_chunks",
 ];
 
 /// The manifest of an agent that has nothing.
@@ -35,6 +37,8 @@ fn empty_manifest() -> Value {
         "checkpoint": null,
         "memory": [],
         "snapshot": null,
+        "workspace": null,
+        "workspace_chunks": [],
     })
 }
 

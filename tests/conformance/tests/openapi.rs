@@ -86,6 +86,13 @@ fn every_documented_route_is_described_with_its_methods() {
             &["get", "put"],
         ),
         (format!("{agent}/db-snapshot/manifest"), &["get", "put"]),
+        (format!("{agent}/workspace"), &["delete"]),
+        (format!("{agent}/workspace/missing"), &["post"]),
+        (
+            format!("{agent}/workspace/chunks/{{sha256}}"),
+            &["get", "put"],
+        ),
+        (format!("{agent}/workspace/manifest"), &["get", "put"]),
     ];
     let document = document();
     for (path, methods) in expected {

@@ -90,6 +90,7 @@ impl Loop<'_> {
             options: &self.options,
             client: self.client,
             journal: &self.journal,
+            workspace: self.workspace.as_deref(),
             runtime: &run.runtime,
             api: &run.api,
             status: &run.status,

@@ -16,6 +16,7 @@ use super::registry;
 use super::runtime_api::RuntimeApi;
 use super::start_limit::{StartLimit, Verdict};
 use super::status::{self, Status};
+use super::workspace::Keeper;
 use super::{Msg, OnReady, Outcome, SuperviseOptions, Supervisor, millis};
 use crate::boot::kilo_db_path;
 use crate::error::{Error, Result};
@@ -52,7 +53,9 @@ pub(super) struct Loop<'c> {
     sender: Sender<Msg>,
     inbox: Receiver<Msg>,
     client: &'c Client,
-    journal: Journal,
+    journal: Arc<Journal>,
+    /// The agent's workspace, when one is kept.
+    workspace: Option<Arc<Keeper>>,
     next_run: u32,
     session: Option<String>,
     registered: Option<(Option<String>, Option<u16>)>,
@@ -71,12 +74,13 @@ impl<'c> Loop<'c> {
             sender,
             inbox,
         } = supervisor;
-        let journal = Journal::new(
+        let journal = Arc::new(Journal::new(
             client.clone(),
             options.agent.clone(),
             &options.container_id,
             Arc::clone(&log),
-        );
+        ));
+        let workspace = Keeper::new(&options, client, &journal, &log);
         Loop {
             options,
             on_ready,
@@ -85,6 +89,7 @@ impl<'c> Loop<'c> {
             inbox,
             client,
             journal,
+            workspace,
             next_run: 0,
             session: None,
             registered: None,
@@ -177,6 +182,10 @@ impl<'c> Loop<'c> {
             registry::ensure_agent(self.client, &options.agent, &options.role)?;
         }
         let env = home::prepare(&options.home())?;
+        if let Some(workspace) = &self.workspace {
+            // Before the working folder is created: it may be the workspace.
+            workspace.restore_if_empty()?;
+        }
         let workdir = options.workdir();
         std::fs::create_dir_all(&workdir)
             .map_err(|e| Error::io(format!("creating {}", workdir.display()), e))?;
@@ -285,6 +294,11 @@ impl<'c> Loop<'c> {
         let alive = Arc::new(AtomicBool::new(true));
         let (url, follower, alive_flag) = (runtime.url.clone(), status.clone(), Arc::clone(&alive));
         spawn("status", move || status::follow(url, follower, alive_flag))?;
+        if let Some(keeper) = &self.workspace {
+            let (keeper, follower, alive_flag) =
+                (Arc::clone(keeper), status.clone(), Arc::clone(&alive));
+            spawn("workspace", move || keeper.follow(&follower, &alive_flag))?;
+        }
         Ok((stop, status, alive))
     }
 

@@ -23,6 +23,7 @@
 
 mod render;
 mod snapshot_part;
+mod workspace_part;
 
 use crate::{Objects, Snapshots, error::ApiError};
 use bytes::Bytes;
@@ -37,6 +38,8 @@ use stasis_domain::{
     limits,
     operation::agent as op,
     snapshot::{chunk_saga, whole::WholeReader},
+    workspace::ContentHash,
+    workspace_store::{operations as workspace_op, ports::WorkspaceObject as _},
 };
 
 /// An export whose head was read; the runtime streams [`stream`] from it.
@@ -66,6 +69,10 @@ enum Part {
     Snapshot,
     SnapshotBytes(Box<WholeReader>),
     CloseSnapshot,
+    Workspace,
+    /// The next part of what the workspace names, and whether no element
+    /// was written yet.
+    WorkspaceNames(u64, bool),
     Done,
 }
 
@@ -74,6 +81,8 @@ enum Part {
 enum Step {
     Text(Bytes),
     Snapshot(Box<WholeReader>),
+    /// Workspace chunks to read and encode, and whether they come first.
+    Chunks(Vec<(ContentHash, u64)>, bool),
 }
 
 struct Exporter<O> {
@@ -101,9 +110,15 @@ where
     })
     .map_ok(move |step| match step {
         Step::Text(text) => Either::Left(futures::stream::once(std::future::ready(Ok(text)))),
-        Step::Snapshot(reader) => Either::Right(snapshot_part::encoded(
+        Step::Snapshot(reader) => Either::Right(Either::Left(snapshot_part::encoded(
             crate::snapshot::read_rest(objects.clone(), key.clone(), None, *reader),
-        )),
+        ))),
+        Step::Chunks(names, first) => Either::Right(Either::Right(workspace_part::elements(
+            objects.clone(),
+            key.clone(),
+            names,
+            first,
+        ))),
     })
     .try_flatten()
 }
@@ -122,7 +137,23 @@ impl<O: Objects + Snapshots> Exporter<O> {
                 self.part = Part::CloseSnapshot;
                 return Ok(Some(Step::Snapshot(reader)));
             }
-            Part::CloseSnapshot => (Render::close_snapshot(), Part::Done),
+            Part::CloseSnapshot => (Render::close_snapshot(), Part::Workspace),
+            Part::Workspace => self.workspace().await?,
+            Part::WorkspaceNames(part, first) => {
+                let read = workspace_op::export_part(part);
+                let object = self.objects.snapshot_object(&self.export.key);
+                match object.run_workspace(read).await? {
+                    Some(names) if !names.is_empty() => {
+                        self.part = Part::WorkspaceNames(part + 1, false);
+                        return Ok(Some(Step::Chunks(names, first)));
+                    }
+                    Some(_) => {
+                        self.part = Part::WorkspaceNames(part + 1, first);
+                        return Ok(Some(Step::Chunks(Vec::new(), first)));
+                    }
+                    None => (workspace_part::close(), Part::Done),
+                }
+            }
             Part::Done => return Ok(None),
         };
         self.part = next;
@@ -215,7 +246,17 @@ impl<O: Objects + Snapshots> Exporter<O> {
                     chunk_store::key_prefix(key),
                 ))),
             )),
-            None => Ok((Render::no_snapshot(), Part::Done)),
+            None => Ok((Render::no_snapshot(), Part::Workspace)),
         }
+    }
+
+    async fn workspace(&mut self) -> Result<(String, Part), ApiError> {
+        let object = self.objects.snapshot_object(&self.export.key);
+        let current = object.run_workspace(workspace_op::current()).await?;
+        let text = workspace_part::open(current.as_ref())?;
+        Ok(match current {
+            Some(_) => (text, Part::WorkspaceNames(0, true)),
+            None => (text + &workspace_part::close(), Part::Done),
+        })
     }
 }

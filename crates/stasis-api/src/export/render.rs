@@ -1,6 +1,7 @@
 //! The manifest's JSON text, piece by piece, in the field order of the
 //! `stasis.agent.v1` format: `format`, `agent`, `sessions`, `events`,
-//! `checkpoint`, `memory`, `snapshot`. Documents are written from their
+//! `checkpoint`, `memory`, `snapshot` (then `workspace` and
+//! `workspace_chunks`, [`super::workspace_part`]). Documents are written from their
 //! stored text as is.
 
 use crate::{body::raw, error::ApiError, events::write_event};
@@ -67,14 +68,14 @@ impl Render {
         )
     }
 
-    /// Closes the base64, the snapshot and the manifest.
+    /// Closes the base64 and the snapshot.
     pub fn close_snapshot() -> String {
-        r#""}}"#.to_owned()
+        r#""}"#.to_owned()
     }
 
-    /// No snapshot, and the manifest's end.
+    /// No snapshot.
     pub fn no_snapshot() -> String {
-        "null}".to_owned()
+        "null".to_owned()
     }
 
     fn comma(&mut self, out: &mut String) {

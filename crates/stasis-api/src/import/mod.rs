@@ -26,6 +26,7 @@ mod snapshot;
 mod snapshot_part;
 #[cfg(test)]
 mod tests;
+mod workspace;
 
 use crate::{Objects, Snapshots, error::ApiError, query::Query, reply};
 use batch::Batch;
@@ -60,6 +61,7 @@ where
         ticket,
         batch: Batch::default(),
         snapshot: None,
+        chunks: workspace::ChunkBatch::default(),
     };
     match import.run(&request, body).await {
         Ok(response) => Ok(response),
@@ -78,6 +80,8 @@ struct Importer<'a, O: Snapshots> {
     batch: Batch,
     /// The snapshot whose bytes are streaming in.
     snapshot: Option<snapshot::Incoming<O::Blobs>>,
+    /// Workspace chunks waiting to be stored.
+    chunks: workspace::ChunkBatch,
 }
 
 /// The answer to a part that does not commit.
@@ -107,6 +111,7 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
         self.take_ready(&mut reader).await?;
         reader.finish()?;
         self.flush().await?;
+        self.chunks.store(self.objects, self.key).await?;
         match request.part_only() {
             Some((import_id, part)) => {
                 let end = op::import_end_part(self.ticket);
@@ -150,6 +155,12 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
             }
             Item::SnapshotData(bytes) => return self.snapshot_data(&bytes).await,
             Item::Snapshot(head) => return self.stage_snapshot(head).await,
+            Item::Workspace(head) => {
+                return workspace::stage_head(self.objects, self.key, *head).await;
+            }
+            Item::WorkspaceChunk(chunk, index) => {
+                return self.chunks.add(self.objects, self.key, chunk, index).await;
+            }
             Item::Event(event, len) => self.batch.add_event(event, len),
             Item::Session(session, len) => self.batch.add_session(session, len),
             Item::Memory(entry, len) => self.batch.add_memory(entry, len),
@@ -218,6 +229,7 @@ impl<O: Objects + Snapshots> Importer<'_, O> {
     /// the one-mayor rule may refuse), then one call swaps it in.
     async fn commit(&self) -> Result<ImportSummary, ApiError> {
         let ticket = self.ticket;
+        workspace::stage_version(self.objects, self.key).await?;
         let checked = self
             .objects
             .agent(self.key, op::import_check(ticket))

@@ -13,7 +13,8 @@ use crate::error::ApiError;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use stasis_domain::agent_state::{
-    MAX_DOCUMENT_BYTES, ManifestAgent, ManifestEvent, ManifestMemory, ManifestSession,
+    MAX_DOCUMENT_BYTES, ManifestAgent, ManifestChunk, ManifestEvent, ManifestMemory,
+    ManifestSession,
 };
 
 /// One piece of the manifest, in the order the body holds them.
@@ -38,6 +39,10 @@ pub(super) enum Item {
     SnapshotData(Vec<u8>),
     /// `snapshot` ended (`null`, or its header once all its bytes came).
     Snapshot(Option<SnapshotHead>),
+    /// `workspace`: its head, when not null.
+    Workspace(Box<crate::workspace_http::ManifestBody>),
+    /// An element of `workspace_chunks`, and its index.
+    WorkspaceChunk(ManifestChunk, u64),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -49,9 +54,11 @@ enum Field {
     Sessions,
     Memory,
     Snapshot,
+    Workspace,
+    WorkspaceChunks,
 }
 
-const FIELDS: [(&str, Field); 7] = [
+const FIELDS: [(&str, Field); 9] = [
     ("format", Field::Format),
     ("agent", Field::Agent),
     ("checkpoint", Field::Checkpoint),
@@ -59,6 +66,8 @@ const FIELDS: [(&str, Field); 7] = [
     ("sessions", Field::Sessions),
     ("memory", Field::Memory),
     ("snapshot", Field::Snapshot),
+    ("workspace", Field::Workspace),
+    ("workspace_chunks", Field::WorkspaceChunks),
 ];
 
 impl Field {
@@ -313,19 +322,27 @@ fn value(input: &mut Input, field: Field) -> Result<(State, Outcome), ApiError> 
             None => return waiting,
             Some(raw) => Some(Item::Checkpoint(raw.map(|r| r.get().to_owned()))),
         },
-        Field::Events | Field::Sessions | Field::Memory => match input.peek()? {
-            None => return waiting,
-            Some(b'[') => {
-                input.advance(1);
-                let state = State::Element {
-                    field,
-                    index: 0,
-                    first: true,
-                };
-                return Ok((state, Outcome::Moved));
+        Field::Workspace => {
+            match input.take::<Option<crate::workspace_http::ManifestBody>>(&path, VALUE_CAP)? {
+                None => return waiting,
+                Some(head) => head.map(|head| Item::Workspace(Box::new(head))),
             }
-            Some(_) => return Err(invalid(field.name(), "must be an array")),
-        },
+        }
+        Field::Events | Field::Sessions | Field::Memory | Field::WorkspaceChunks => {
+            match input.peek()? {
+                None => return waiting,
+                Some(b'[') => {
+                    input.advance(1);
+                    let state = State::Element {
+                        field,
+                        index: 0,
+                        first: true,
+                    };
+                    return Ok((state, Outcome::Moved));
+                }
+                Some(_) => return Err(invalid(field.name(), "must be an array")),
+            }
+        }
         Field::Snapshot => match input.peek()? {
             None => return waiting,
             Some(b'{') => {
@@ -358,6 +375,9 @@ fn element(input: &mut Input, field: Field, index: u64) -> Result<Option<Item>, 
         Field::Memory => input
             .take::<ManifestMemory>(&path, VALUE_CAP)?
             .map(|m| Item::Memory(m, before - input.rest().len())),
+        Field::WorkspaceChunks => input
+            .take::<ManifestChunk>(&path, VALUE_CAP)?
+            .map(|c| Item::WorkspaceChunk(c, index)),
         _ => return Err(invalid(field.name(), "is not an array")),
     };
     Ok(item)

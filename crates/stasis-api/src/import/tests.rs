@@ -36,6 +36,8 @@ fn describe(item: Item) -> String {
             "snapshot {} {} {}",
             head.sha256, head.size, head.event_watermark
         ),
+        Item::Workspace(head) => format!("workspace {head:?}"),
+        Item::WorkspaceChunk(chunk, index) => format!("workspace chunk {index} {}", chunk.sha256),
     }
 }
 

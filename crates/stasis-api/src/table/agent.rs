@@ -350,7 +350,14 @@ pub(super) static ROUTES: &[Route] = &[
                 ),
             ],
             errors: &[
-                (400, &["invalid_manifest", "sha256_mismatch"]),
+                (
+                    400,
+                    &[
+                        "invalid_manifest",
+                        "sha256_mismatch",
+                        "invalid_workspace_manifest",
+                    ],
+                ),
                 (404, &["import_not_found"]),
                 (
                     409,
@@ -358,9 +365,17 @@ pub(super) static ROUTES: &[Route] = &[
                         "mayor_exists",
                         "import_part_out_of_order",
                         "import_superseded",
+                        "chunks_missing",
                     ],
                 ),
-                (413, &["snapshot_too_large", "too_many_agents"]),
+                (
+                    413,
+                    &[
+                        "snapshot_too_large",
+                        "too_many_agents",
+                        "workspace_too_large",
+                    ],
+                ),
                 (503, &["snapshot_propagating", "chunk_being_collected"]),
             ],
         }],

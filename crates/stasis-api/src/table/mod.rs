@@ -13,6 +13,7 @@ mod operator;
 pub mod schemas;
 mod snapshot;
 mod town;
+mod workspace;
 
 use crate::endpoint::Endpoint;
 use http::Method;
@@ -100,6 +101,7 @@ pub fn routes() -> impl Iterator<Item = &'static Route> {
         .iter()
         .chain(agent::ROUTES)
         .chain(snapshot::ROUTES)
+        .chain(workspace::ROUTES)
         .chain(operator::ROUTES)
 }
 

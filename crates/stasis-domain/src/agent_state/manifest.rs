@@ -42,6 +42,27 @@ pub struct Manifest {
     /// The db-snapshot. The runtimes write and read it through the
     /// snapshot rules (KV above the inline limit), apart from the rest.
     pub snapshot: Option<ManifestSnapshot>,
+    /// The workspace's head, JSON text (`PUT /workspace/manifest`'s body,
+    /// with its `event_watermark`). The runtimes import it through the
+    /// workspace rules, with [`Manifest::workspace_chunks`]; this crate's
+    /// own whole-manifest import leaves both aside.
+    #[serde(with = "super::raw_json::option")]
+    #[cfg_attr(feature = "schema", schemars(with = "serde_json::Value"))]
+    pub workspace: Option<String>,
+    /// The workspace's pages and chunks (in any order; across the parts of
+    /// an import they concatenate).
+    pub workspace_chunks: Vec<ManifestChunk>,
+}
+
+/// A workspace chunk (or page) in a manifest.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestChunk {
+    /// Its name: the sha256 of its bytes, 64 lowercase hex digits.
+    pub sha256: String,
+    /// Its bytes, base64 (standard, padded).
+    pub data_base64: String,
 }
 
 /// The agent's record in a manifest.

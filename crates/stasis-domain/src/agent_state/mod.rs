@@ -41,8 +41,8 @@ pub use checkpoint::{Checkpoint, CheckpointStored};
 pub use export::{EXPORT_PAGE_BYTES, EXPORT_PAGE_ROWS, ExportHead, ExportPage};
 pub use import::{ImportSummary, check_format, check_snapshot_header, import_manifest};
 pub use manifest::{
-    MANIFEST_FORMAT, Manifest, ManifestAgent, ManifestEvent, ManifestMemory, ManifestSession,
-    ManifestSnapshot,
+    MANIFEST_FORMAT, Manifest, ManifestAgent, ManifestChunk, ManifestEvent, ManifestMemory,
+    ManifestSession, ManifestSnapshot,
 };
 pub use memory::{DEFAULT_MEMORY_LIST_LIMIT, MAX_MEMORY_LIST_LIMIT, MemoryEntry};
 pub use record::{AgentRecord, AgentSummary, DestroyOutcome, MAX_ROLE_BYTES, check_registration};

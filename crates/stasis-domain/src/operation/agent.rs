@@ -13,6 +13,7 @@ use crate::{
     recall::DispatchContext,
     snapshot::{SnapshotCall, SnapshotReply, operations::SnapshotOperation},
     typed_operation::{Operation, operations},
+    workspace_store::{WorkspaceCall, WorkspaceReply, operations::WorkspaceOperation},
 };
 
 /// An operation on an agent's object that reads as an `R`.
@@ -32,6 +33,22 @@ pub fn snapshot_call(call: SnapshotCall) -> AgentCall {
 pub fn snapshot_reply(reply: AgentReply) -> Option<SnapshotReply> {
     match reply {
         AgentReply::Snapshot(reply) => Some(reply),
+        _ => None,
+    }
+}
+
+/// A workspace step, as the agent call that carries it.
+pub fn workspace<R: 'static>(step: WorkspaceOperation<R>) -> AgentOperation<R> {
+    step.within(workspace_call, workspace_reply)
+}
+
+fn workspace_call(call: WorkspaceCall) -> AgentCall {
+    AgentCall::Workspace(call)
+}
+
+fn workspace_reply(reply: AgentReply) -> Option<WorkspaceReply> {
+    match reply {
+        AgentReply::Workspace(reply) => Some(reply),
         _ => None,
     }
 }

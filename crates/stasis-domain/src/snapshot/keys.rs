@@ -28,7 +28,8 @@ pub fn keys_in_use(store: &impl SqlStore, now_ms: i64) -> Result<Vec<String>, Do
 pub fn wipe(store: &impl SqlStore) -> Result<Vec<String>, DomainError> {
     let keys = named_keys(store)?;
     KILO_DB.drop_all_manifests(store)?;
-    // kilo.db is the agent's only owner of chunks yet: every chunk goes.
+    // Every owner's versions go, then every chunk of the agent.
+    crate::workspace_store::wipe(store)?;
     chunk_store::table::release_all(store)?;
     for table in [
         "snapshot_meta",

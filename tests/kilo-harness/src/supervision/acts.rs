@@ -1,5 +1,6 @@
 //! The acts of [`super`] but the revival's, each with its checks.
 
+use super::commands::{git, turn};
 use super::container::Entrypoint;
 use super::log::{data, get_json, last_seq, number, poll, supervisor_events};
 use super::revival::{self, Killed};
@@ -9,7 +10,7 @@ use super::{
     RIG, Stage, SupervisionReport, TURN_DEADLINE,
 };
 use crate::{EventStream, KiloApi};
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use rustix::process::{Pid, Signal, kill_process_group};
 use std::path::Path;
 use std::process::Command;
@@ -39,7 +40,7 @@ pub(super) fn play(stage: &Stage<'_>, report: &mut SupervisionReport) -> Result<
             "A's kilo (pid {pid}) outlived its container"
         );
     }
-    let killed = revival::act_killed(stage, &sessions.mayor)?;
+    let killed = revival::act_killed(stage, &sessions.mayor, &sessions.polecat)?;
     act_fenced(stage, &killed, report)
 }
 
@@ -244,6 +245,7 @@ fn act_fenced(stage: &Stage<'_>, killed: &Killed, report: &mut SupervisionReport
     let result = (|| {
         let mayor = wait_started(stage, &mut a2, MAYOR, marks[0])?;
         let polecat = wait_started(stage, &mut a2, POLECAT, marks[1])?;
+        super::workspace::check_restored(stage, &killed.polecat_tree)?;
         let messages = KiloApi::new(&mayor.url).messages(&killed.mayor_session)?;
         ensure!(
             messages.len() >= 4,
@@ -283,21 +285,6 @@ fn act_fenced(stage: &Stage<'_>, killed: &Killed, report: &mut SupervisionReport
         Ok(())
     })();
     result.map_err(|e| a2.with_output(&e))
-}
-
-/// One prompt to its end.
-fn turn(url: &str, session: &str, prompt: &str) -> Result<()> {
-    let events = EventStream::open(url)?;
-    let from = events.len();
-    KiloApi::new(url).prompt_async(session, prompt)?;
-    events
-        .wait_for_idle(session, from, WITHIN)
-        .with_context(|| format!("the turn {prompt:?} did not end"))?;
-    let messages = KiloApi::new(url).messages(session)?;
-    if let Some(error) = messages.last().and_then(|m| m.info.error.as_ref()) {
-        bail!("the turn {prompt:?} ended in an error (aborted at the turn deadline?): {error}");
-    }
-    Ok(())
 }
 
 fn wait_registered(
@@ -411,20 +398,4 @@ fn prepare_polecat_worktree(stage: &Stage<'_>) -> Result<std::path::PathBuf> {
         git(&worktree, args)?;
     }
     Ok(remote)
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let output = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .context("running git")?;
-    if !output.status.success() {
-        bail!(
-            "git {args:?} in {}: {}",
-            dir.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }

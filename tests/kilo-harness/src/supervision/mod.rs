@@ -11,10 +11,14 @@
 //!    its edit, each agent's last snapshot covers its last turn, every phase is in its log, and
 //!    `up` exits 0 within the budget.
 //! 4. Container K on an empty folder: `up` with no agent named brings back every agent of the
-//!    registry; the Mayor starts a long reply, and K is SIGKILLed whole mid-reply. While no
-//!    container lives, the user sends the Mayor a message.
+//!    registry, the polecat's worktree restored (`--workspaces`) before its kilo starts; the
+//!    model makes the polecat's kilo run `bash` to commit a file (unpushed) and leave an edit
+//!    uncommitted, and the supervisor saves the folder at that turn's end; the Mayor starts a
+//!    long reply, and K is SIGKILLed whole mid-reply. While no container lives, the user sends
+//!    the Mayor a message.
 //! 5. Container A2 on an empty folder: `up` again brings both back (the Mayor's session
-//!    hydrated); by itself it finishes the cut reply with exactly one continuation carrying the
+//!    hydrated, the polecat's worktree K's byte for byte, `git status` and `git log` the same);
+//!    by itself it finishes the cut reply with exactly one continuation carrying the
 //!    text stasis held, and delivers the gap's message once. Then container B heartbeats, and
 //!    A2's supervisors, fenced, kill their kilos at once and `up` exits 9.
 //!
@@ -22,10 +26,12 @@
 //! A2's start to the continuation reaching the model, and kilo's own start in it.
 
 mod acts;
+mod commands;
 mod container;
 pub mod log;
 mod revival;
 mod waits;
+mod workspace;
 
 use crate::story::StasisApi;
 use crate::{FakeModel, Reply, Script};
@@ -119,6 +125,10 @@ fn script() -> Script {
             Reply::paced_text("Never mind.", Duration::from_secs(3600)),
         )
         .when(NUDGE_START, Reply::text("Committing and pushing now."))
+        .when(
+            workspace::PROMPT_WORK,
+            Reply::bash(workspace::WORK_COMMAND, "Commit the entry point"),
+        )
         .title("Supervised")
 }
 
@@ -205,6 +215,7 @@ impl Stage<'_> {
             ("--stop-grace", "10s"),
             ("--save-timeout", "30s"),
             ("--save-command", SAVE_COMMAND),
+            ("--workspace-interval", "1s"),
         ];
         for (name, value) in with_overrides(
             &defaults,
@@ -213,16 +224,48 @@ impl Stage<'_> {
             args.push(name);
             args.push(value);
         }
+        // Every agent's working folder kept as its workspace; switched off to see the
+        // polecat's worktree check fail.
+        if std::env::var_os("STASIS_STORY_NO_WORKSPACES").is_none_or(|v| v != "1") {
+            args.push("--workspaces".into());
+        }
         args.push("--".into());
         args.push(self.options.kilo_bin.display().to_string());
         for arg in ["serve", "--port", "0", "--hostname", "127.0.0.1"] {
             args.push(arg.into());
         }
         let mut env = crate::kilo_env(&self.model.base_url())?;
+        allow_bash(&mut env)?;
         env.push(("STASIS_URL".into(), self.api.base().to_owned()));
         env.push(("STASIS_TOKEN".into(), self.api.token().to_owned()));
         Entrypoint::start(&self.options.client_bin, &args, &env, log)
     }
+}
+
+/// kilo's configuration with `bash` allowed without asking, as an unattended polecat runs: by
+/// default kilo asks before a command that writes (a redirection, `git commit`), and nobody
+/// would answer in a container.
+fn allow_bash(env: &mut [(String, String)]) -> Result<()> {
+    for (name, value) in env
+        .iter_mut()
+        .filter(|(name, _)| name == "KILO_CONFIG_CONTENT")
+    {
+        let mut config: serde_json::Value =
+            serde_json::from_str(value).with_context(|| format!("{name} is not JSON"))?;
+        let object = config
+            .as_object_mut()
+            .with_context(|| format!("{name} is not an object"))?;
+        object.insert(
+            "permission".into(),
+            serde_json::Value::Object(
+                [("bash".to_owned(), serde_json::Value::from("allow"))]
+                    .into_iter()
+                    .collect(),
+            ),
+        );
+        *value = config.to_string();
+    }
+    Ok(())
 }
 
 /// The story's `supervise` options with `overrides` (`--name=value;--name=value`, from

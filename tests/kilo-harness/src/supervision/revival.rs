@@ -5,6 +5,7 @@
 use super::container::Entrypoint;
 use super::log::{last_seq, poll};
 use super::waits::{self, Started, alive, wait_started};
+use super::workspace::{self, WorkTree};
 use super::{MAYOR, PROMPT_LONG, RIG, Stage, SupervisionReport};
 use crate::story::checks::{self, CutReply};
 use crate::story::resume::{CONTINUATION_MARK, GAP_NOTE, REPLY_CONTINUED, REPLY_GAP};
@@ -21,13 +22,19 @@ const DELTAS_BEFORE_KILL: usize = 3;
 pub(super) struct Killed {
     pub(super) cut: CutReply,
     pub(super) mayor_session: String,
+    /// The polecat's working folder as K left it.
+    pub(super) polecat_tree: WorkTree,
 }
 
 /// Container K on an empty folder: `up` with no agent named brings both agents back; the Mayor
 /// starts a long reply and, once stasis holds its first pieces, K is SIGKILLed whole (`up`, its
 /// supervisors and both kilos at once). While no container lives, the user sends the Mayor a
 /// message.
-pub(super) fn act_killed(stage: &Stage<'_>, mayor_session: &str) -> Result<Killed> {
+pub(super) fn act_killed(
+    stage: &Stage<'_>,
+    mayor_session: &str,
+    polecat_session: &str,
+) -> Result<Killed> {
     stage.say("4. Container K on an empty folder: up brings both back, then K is killed whole");
     waits::empty_root(stage)?;
     let marks = [
@@ -38,6 +45,7 @@ pub(super) fn act_killed(stage: &Stage<'_>, mayor_session: &str) -> Result<Kille
     let result = (|| {
         let mayor = wait_started(stage, &mut k, MAYOR, marks[0])?;
         let polecat = wait_started(stage, &mut k, super::POLECAT, marks[1])?;
+        let tree = workspace::act_polecat_works(stage, &mut k, &polecat, polecat_session)?;
         let mark = last_seq(&stage.api, &stage.agent_path(MAYOR))?;
         KiloApi::new(&mayor.url).prompt_async(mayor_session, PROMPT_LONG)?;
         let path = stage.agent_path(MAYOR);
@@ -61,9 +69,9 @@ pub(super) fn act_killed(stage: &Stage<'_>, mayor_session: &str) -> Result<Kille
             "   kill -9 of the whole of K mid-reply: stasis holds {} pieces of it: {:?}",
             cut.deltas, cut.text
         ));
-        Ok(cut)
+        Ok((cut, tree))
     })();
-    let cut = result.map_err(|e| k.with_output(&e))?;
+    let (cut, polecat_tree) = result.map_err(|e| k.with_output(&e))?;
     let answer = stage.api.post_mayor_message(&stage.town, GAP_NOTE)?;
     stage.say(&format!(
         "   no container lives: POST /mayor/message answered {answer}"
@@ -71,6 +79,7 @@ pub(super) fn act_killed(stage: &Stage<'_>, mayor_session: &str) -> Result<Kille
     Ok(Killed {
         cut,
         mayor_session: mayor_session.to_owned(),
+        polecat_tree,
     })
 }
 

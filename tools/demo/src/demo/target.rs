@@ -54,6 +54,7 @@ impl Target {
             max_events_per_agent: stasis_domain::limits::DEFAULT_MAX_EVENTS,
             snapshot_inline_limit: stasis_domain::snapshot::DEFAULT_INLINE_LIMIT,
             snapshot_limit: stasis_domain::snapshot::DEFAULT_SNAPSHOT_LIMIT,
+            workspace_limit: stasis_domain::workspace::DEFAULT_WORKSPACE_LIMIT,
             snapshot_pending_ttl: std::time::Duration::from_secs(3600),
             snapshot_grace: std::time::Duration::ZERO,
             liveness_timeout_secs: 60,

@@ -86,6 +86,7 @@ pub(in crate::agent_state) fn commit(
     }
     let has_checkpoint = exists(store, "checkpoint")?;
     let has_snapshot = snapshot::staged::commit(store, env.now_ms)?;
+    crate::workspace_store::staged::commit(store, env.now_ms)?;
     let sessions = count(store, "sessions")?;
     ticket::clear(store)?;
     Ok(ImportSummary {

@@ -43,10 +43,11 @@ const STATEMENTS: &[&str] = &[
     )",
 ];
 
-/// Creates the staging tables if they are missing, and the snapshot tables
-/// an import's commit switches.
+/// Creates the staging tables if they are missing, and the snapshot and
+/// workspace tables an import's commit switches.
 pub(in crate::agent_state) fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
     crate::snapshot::migrate(store)?;
+    crate::workspace_store::migrate(store)?;
     for statement in STATEMENTS {
         store.run(statement, Vec::new())?;
     }

@@ -123,6 +123,7 @@ pub(crate) fn clear(store: &impl SqlStore) -> Result<(), DomainError> {
     ] {
         store.run(statement, Vec::new())?;
     }
+    crate::workspace_store::staged::clear(store)?;
     snapshot::staged::clear(store)
 }
 

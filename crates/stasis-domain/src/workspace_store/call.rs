@@ -1,0 +1,115 @@
+//! The calls the agent object answers for its workspace, as data (the edge
+//! sends them to the agent's Durable Object as JSON). The chunks' own
+//! steps (missing, upload, collection) are the chunk store's calls, which
+//! travel as snapshot calls.
+
+use super::{
+    Committed, Precondition, WorkspaceVersion, rules,
+    staged::{self, StagedHead},
+};
+use crate::{
+    DomainError,
+    object_env::ObjectEnv,
+    sql::SqlStore,
+    workspace::{ContentHash, pages::ManifestHead},
+};
+use serde::{Deserialize, Serialize};
+
+/// What a commit hands the object: the checked head and what its pages
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitArgs {
+    /// The head, whose pages were read and checked.
+    pub head: ManifestHead,
+    /// Regular files the pages hold.
+    pub files: u64,
+    /// Every chunk the files name, once each.
+    pub chunks: Vec<ContentHash>,
+    /// `If-Match` / `If-None-Match`, checked again here.
+    pub precondition: Precondition,
+    /// The watermark given, if any (else the agent's last seq).
+    pub event_watermark: Option<u64>,
+    /// How long the superseded version's chunks stay readable (ms).
+    pub grace_ms: i64,
+}
+
+/// One workspace operation on the agent object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum WorkspaceCall {
+    /// The current version.
+    Current,
+    /// Makes a checked manifest the current version.
+    Commit(Box<CommitArgs>),
+    /// Drops the current version.
+    Remove {
+        /// How long its chunks stay readable (ms).
+        grace_ms: i64,
+    },
+    /// Records the head an import gave.
+    StageHead(Box<StagedHead>),
+    /// The head the import in progress gave, if any.
+    StagedHead,
+    /// Stages the import's checked version (not current until the
+    /// import's commit).
+    Stage(Box<CommitArgs>),
+    /// Part `part` of what the current version names, with sizes.
+    ExportPart {
+        /// 0: the pages; `n`: the `n`th row of chunks.
+        part: u64,
+    },
+}
+
+/// The answer to a [`WorkspaceCall`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum WorkspaceReply {
+    /// The current version, if any.
+    Current(Option<WorkspaceVersion>),
+    /// A commit's outcome.
+    Committed(Committed),
+    /// The head an import gave, if any.
+    Staged(Option<StagedHead>),
+    /// Chunk names with their sizes; `None` past the last part.
+    Names(Option<Vec<(ContentHash, u64)>>),
+    /// Nothing to say.
+    Done,
+}
+
+/// Runs one call on the agent's store, inside the caller's transaction.
+pub fn execute(
+    store: &impl SqlStore,
+    call: &WorkspaceCall,
+    env: &ObjectEnv,
+) -> Result<WorkspaceReply, DomainError> {
+    Ok(match call {
+        WorkspaceCall::Current => WorkspaceReply::Current(rules::current(store)?),
+        WorkspaceCall::Commit(args) => {
+            WorkspaceReply::Committed(rules::commit(store, args, env.now_ms)?)
+        }
+        WorkspaceCall::Remove { grace_ms } => {
+            rules::remove(store, env.now_ms, *grace_ms)?;
+            WorkspaceReply::Done
+        }
+        WorkspaceCall::StageHead(head) => {
+            staged::record_head(store, head)?;
+            WorkspaceReply::Done
+        }
+        WorkspaceCall::StagedHead => WorkspaceReply::Staged(staged::head(store)?),
+        WorkspaceCall::Stage(args) => {
+            staged::stage(store, args)?;
+            WorkspaceReply::Done
+        }
+        WorkspaceCall::ExportPart { part } => {
+            WorkspaceReply::Names(rules::export_part(store, *part)?)
+        }
+    })
+}
+
+/// True when the call may change the object.
+pub fn is_write(call: &WorkspaceCall) -> bool {
+    !matches!(
+        call,
+        WorkspaceCall::Current | WorkspaceCall::StagedHead | WorkspaceCall::ExportPart { .. }
+    )
+}
