@@ -339,3 +339,73 @@ fn superseded_deleted_and_wiped_versions_are_collected_and_shared_chunks_kept() 
     assert!(collect(&store, &kv) > 0);
     assert!(kv.keys_under(PREFIX).is_empty());
 }
+
+#[test]
+fn an_import_stages_a_version_that_its_commit_makes_current_and_its_abort_drops() {
+    use stasis_domain::workspace_store::{CommitArgs, staged};
+    let (store, kv) = (store(), MemoryKv::default());
+    let (one, one_blobs) = tree(3, 20);
+    let (two, two_blobs) = tree(3, 21);
+    let (one, two) = (paged(&one), paged(&two));
+    for blobs in [&one_blobs, &one.pages, &two_blobs, &two.pages] {
+        upload(&store, &kv, blobs);
+    }
+    commit(&store, &kv, request(&one.head, Precondition::default())).expect("commits");
+    let stage = |paged: &Paged| {
+        let head = staged::StagedHead {
+            head: paged.head.clone(),
+            event_watermark: Some(3),
+        };
+        staged::record_head(&store, &head).expect("recorded");
+        let checked = run_ready(saga::check(
+            &object(&store),
+            &kv,
+            PREFIX,
+            &request(&paged.head, Precondition::default()),
+        ))
+        .expect("ready")
+        .expect("checked");
+        let args = CommitArgs {
+            head: paged.head.clone(),
+            files: checked.files,
+            chunks: checked.chunks,
+            precondition: Precondition::default(),
+            event_watermark: Some(3),
+            grace_ms: 0,
+        };
+        staged::stage(&store, &args).expect("staged");
+    };
+    // Staged: the current version stays, and nothing staged is collected.
+    stage(&two);
+    assert_eq!(current_version(&store), Some(1));
+    collect(&store, &kv);
+    assert!(
+        two_blobs.iter().all(|b| held(&kv, b)),
+        "the staged version's chunks stay"
+    );
+    // The abort drops it; its own chunks go.
+    staged::clear(&store).expect("cleared");
+    collect(&store, &kv);
+    assert!(!held(&kv, &two_blobs[0]), "the dropped staged chunk went");
+    assert!(held(&kv, &one_blobs[0]), "the current one stays");
+    // Staged again and committed: it becomes current, the old one goes.
+    upload(&store, &kv, &two_blobs);
+    upload(&store, &kv, &two.pages);
+    stage(&two);
+    assert!(staged::commit(&store, 5).expect("committed"));
+    let current = stasis_domain::workspace_store::current(&store)
+        .expect("reads")
+        .expect("one");
+    assert_eq!(
+        (current.head.root_hash, current.event_watermark),
+        (two.head.root_hash, 3)
+    );
+    collect(&store, &kv);
+    assert!(
+        !held(&kv, &one_blobs[0]),
+        "the replaced version's chunk went"
+    );
+    // A commit with nothing staged leaves no workspace.
+    assert!(!staged::commit(&store, 6).expect("committed"));
+    assert_eq!(current_version(&store), None);
+}
