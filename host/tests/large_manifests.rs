@@ -47,7 +47,7 @@ fn manifest(events: usize, seed: u64) -> Vec<u8> {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     body.push_str(&format!(
-        r#"],"checkpoint":{{"step":1}},"memory":[{{"key":"k","value":"v","updated_at":1}}],"snapshot":{{"sha256":"{}","size":{},"event_watermark":{events},"data_base64":"{}"}}}}"#,
+        r#"],"checkpoint":{{"step":1}},"memory":[{{"key":"k","value":"v","updated_at":1}}],"snapshot":{{"sha256":"{}","size":{},"event_watermark":{events},"data_base64":"{}"}},"workspace":null,"workspace_chunks":[]}}"#,
         hex::encode(Sha256::digest(&snapshot)),
         snapshot.len(),
         STANDARD.encode(&snapshot)
