@@ -6,6 +6,7 @@ use crate::{
     workloads::{
         conversation::Rebuilds, delta::DeltaPushes, memory::PeakRss, push::Pushes,
         recovery::Recoveries, restore::Pulls, snapshot::RoundTrips, startup::Starts,
+        summaries::SummaryDispatches,
     },
 };
 use std::collections::BTreeMap;
@@ -235,6 +236,9 @@ pub struct Results {
     pub native_round_trip_hashed: Measured<Latency>,
     /// stasis: peak memory of a fresh host during one 25 MiB PUT.
     pub peak_rss: Measured<PeakRss>,
+    /// stasis: the Mayor's dispatch with a current cached summary, and
+    /// without a summariser (host only).
+    pub summary_dispatch: Measured<SummaryDispatches>,
     /// The edge's figures (all skipped without `--edge-url`).
     pub edge: EdgeFigures,
     /// CPU time per process during each workload run on both runtimes.
@@ -271,6 +275,7 @@ impl Results {
             native_round_trip: e(),
             native_round_trip_hashed: e(),
             peak_rss: e(),
+            summary_dispatch: e(),
             edge: EdgeFigures::missing(&Missing::Skipped("not run".to_owned())),
             cpu: BTreeMap::new(),
         }

@@ -5,7 +5,7 @@ use crate::{
     report::{Figure, Goal, Row, millis, pick, size, thousands_sep},
     results::{Comparison, Measured, Results, StateFigures},
     stats::Rate,
-    workloads::{conversation, recovery, snapshot},
+    workloads::{conversation, recovery, snapshot, summaries},
 };
 use stasis_domain::limits::DEFAULT_MAX_EVENTS;
 use std::time::Duration;
@@ -173,6 +173,7 @@ pub fn snapshot_rows(r: &Results) -> Vec<Row> {
     rows.push(whole_push_row(s));
     rows.extend(crate::chunk_rows::host_rows(s));
     rows.push(conversation_row(s));
+    rows.push(summary_dispatch_row(r));
     rows.push(recovery_row(s));
     rows
 }
@@ -280,6 +281,26 @@ fn conversation_row(s: &StateFigures) -> Row {
         baseline_name: "`GET /events?after=0&limit=10000` of the same events".into(),
         baseline: Some(Figure::latency(&s.conversation_read)),
         goals: vec![Goal::MaxRatio(2.0)],
+    }
+}
+
+/// The Mayor's dispatch answered from a cached summary, against the same
+/// dispatch on a host with no summariser.
+fn summary_dispatch_row(r: &Results) -> Row {
+    let measured = r.summary_dispatch.as_ref().ok();
+    Row {
+        workload: format!(
+            "`POST /dispatch` of a Mayor with {} user turns, the omitted {} summarised (summary \
+             cached, no model call)",
+            summaries::TURNS,
+            measured.map_or_else(|| "turns".to_owned(), |m| m.omitted.to_string())
+        ),
+        stasis: pick(&r.summary_dispatch, |m| m.cached),
+        stasis_note: measured
+            .map(|m| format!("summary made by the first {} dispatches", m.warmups)),
+        baseline_name: "the same dispatch on a host with no summariser (the turns cut)".into(),
+        baseline: Some(pick(&r.summary_dispatch, |m| m.plain)),
+        goals: vec![Goal::MaxRatio(1.1)],
     }
 }
 

@@ -47,6 +47,8 @@ pub struct Budget {
     pub recoveries: Bounds,
     /// Bytes of each agent's kilo.db in a recovery.
     pub recovery_bytes: usize,
+    /// Dispatches on each host, with a cached summary and without.
+    pub summary_dispatches: Bounds,
 }
 
 impl Budget {
@@ -75,6 +77,7 @@ impl Budget {
                 rebuilds: Bounds::new(3, 10),
                 recoveries: Bounds::new(1, 60),
                 recovery_bytes: 4_000_000,
+                summary_dispatches: Bounds::new(10, 10),
             }
         } else {
             Self {
@@ -99,6 +102,7 @@ impl Budget {
                 rebuilds: Bounds::new(10, 30),
                 recoveries: Bounds::new(3, 120),
                 recovery_bytes: recovery::SNAPSHOT_BYTES,
+                summary_dispatches: Bounds::new(200, 60),
             }
         }
     }

@@ -12,11 +12,12 @@ use crate::{
     cpu::Procs,
     native,
     report::size,
-    results::{Missing, Results, Side},
+    results::{Measured, Missing, Results, Side},
     server::{HostConfig, HostDurability, StasisHost, random_hex},
-    workloads::{latency, memory, startup},
+    workloads::{latency, memory, startup, summaries},
 };
 use anyhow::Result;
+use stasis_kilo_harness::{FakeModel, Reply, Script};
 use stasis_sqlite::Durability;
 use std::{path::Path, sync::Arc};
 
@@ -50,6 +51,7 @@ pub(super) fn spawned(
     } else {
         main_workloads(ctx, &stasis, edge, peer, results);
     }
+    results.summary_dispatch = summary_dispatches(ctx, &configs, &stasis.target);
     stop_host(host);
 
     // A fresh host, so that its peak memory is the PUT's.
@@ -79,6 +81,46 @@ pub(super) fn spawned(
         })
     });
     durability_os(ctx, &configs, results)
+}
+
+/// The Mayor's dispatch on a host with the fake summariser (its summary
+/// cached) against the same on `plain`, a host with none.
+fn summary_dispatches(
+    ctx: &Ctx,
+    configs: &Configs<'_>,
+    plain: &Target,
+) -> Measured<summaries::SummaryDispatches> {
+    let plain = plain.as_ref().map_err(Clone::clone)?;
+    let model = step("the fake summariser", || {
+        FakeModel::start(Script::new().otherwise(Reply::text("Summary of the earlier turns.")))
+    })?;
+    let mut config = configs
+        .config("stasis-summariser", HostDurability::Fsync)
+        .map_err(|error| Missing::Failed(format!("{error:#}")))?;
+    config.extra_args = [
+        "--summariser-url",
+        &model.base_url(),
+        "--summariser-model",
+        "fake",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let host = start_host(ctx, &config);
+    let path = ctx.agent_path("summarised-mayor");
+    let measured = host.as_ref().map_err(Clone::clone).and_then(|summarised| {
+        let what = format!("both hosts: a Mayor with {} user turns", summaries::TURNS);
+        ctx.on(&Ok(Arc::clone(summarised.endpoint())), &what, async |ep| {
+            summaries::fill(ep, &path).await?;
+            summaries::fill(plain, &path).await
+        })?;
+        let what = "stasis: dispatches with a cached summary, then without a summariser";
+        ctx.on(&Ok(Arc::clone(summarised.endpoint())), what, async |ep| {
+            summaries::dispatches(ep, plain, &path, ctx.budget.summary_dispatches).await
+        })
+    });
+    stop_host(host);
+    model.stop();
+    measured
 }
 
 /// The hosts' configs: one data folder and log per host, one secret.

@@ -145,6 +145,7 @@ pub fn run(options: &Options) -> Result<Results> {
             results.starts = Err(why.clone());
             results.peak_rss = Err(why.clone());
             results.latency_os = Err(why.clone());
+            results.summary_dispatch = Err(why.clone());
             results.native_commit_os = Err(why);
         }
         None => hosts::spawned(&ctx, options, tmp.path(), &edge, &peer, &mut results)?,

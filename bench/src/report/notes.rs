@@ -76,6 +76,12 @@ pub(super) const SNAPSHOT_NOTES: &str = "\
   agent. Then `GET /conversation?max_turns=1000&max_tokens=1000000`, its first answer checked to
   equal `stasis_domain::conversation::rebuild` of the events read (that in-process rebuild is timed
   too), and right after as many `GET /events?after=0&limit=10000` of the same events (one page).
+- Dispatch with a summariser: a second `--durability fsync` host beside the main one, configured
+  with a fake OpenAI-compatible summariser on loopback (the kilo harness's); both hold the same
+  Mayor with 300 user turns of about 190 characters, so the default budget of 50 turns omits 251.
+  The second host's first dispatches (not timed) make the summary, until one answers `cached`;
+  then `POST /dispatch` is timed on both hosts in 5 alternating rounds, each answer checked
+  (`cached` with the summary turn first; `not_configured` on the main host, the turns cut).
 - Recovery: the spec's scenario. Container A registers a Mayor and two polecats, heartbeats,
   publishes its registry, streams 300 events of the Mayor's conversation, saves a checkpoint and
   pushes a kilo.db per agent (a SQLite database of pseudo-random text rows, the stated size:

@@ -15,6 +15,7 @@ pub mod restore;
 pub mod snapshot;
 pub mod sse;
 pub mod startup;
+pub mod summaries;
 pub mod throughput;
 
 use crate::client::Endpoint;
