@@ -297,7 +297,7 @@ fn summary_dispatch_row(r: &Results) -> Row {
         ),
         stasis: pick(&r.summary_dispatch, |m| m.cached),
         stasis_note: measured
-            .map(|m| format!("summary made by the first {} dispatches", m.warmups)),
+            .map(|m| format!("{} untimed dispatches up to the first `cached`", m.warmups)),
         baseline_name: "the same dispatch on a host with no summariser (the turns cut)".into(),
         baseline: Some(pick(&r.summary_dispatch, |m| m.plain)),
         goals: vec![Goal::MaxRatio(1.1)],
