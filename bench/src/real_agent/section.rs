@@ -31,10 +31,14 @@ verified, the Mayor's dispatch requested), then `kilo serve` on the hydrated kil
 secret of the host the bench started; a `--quick` run leaves them out). Each round plays the \
 supervision story (`tests/kilo-harness/src/supervision/`) and the resume story \
 (`tests/kilo-harness/src/story/resume/`) once, with the real Kilo CLI and the harness's fake \
-model. Supervised restart: `stasis-client up` runs kilo under a supervisor (restart delay \
-200 ms); kilo is SIGKILLed and the clock stops when `GET /session/{id}/message` answers again; \
-the baseline is that kilo's own start (spawn to its listening line, as its supervisor measured \
-it), and stasis's share is what remains after the start and the delay. Continuation: a \
+model. Supervised restart: `stasis-client up` runs kilo under a supervisor (the first restart \
+is immediate; the 200 ms delay applies from the second crash in a row); kilo is SIGKILLed and \
+the clock stops when `GET /session/{id}/message` answers again; the baseline is kilo alone in \
+the same round, SIGKILLed and started again by hand (spawn → served). stasis's share is the \
+kill to the new kilo's spawn: the wall-clock instant of the kill against the `spawned_at_ms` \
+of the supervisor's `stasis.runtime.started`. \"over kilo alone\" is the total minus the \
+baseline: it adds kilo's own start running slower beside a second kilo and the supervisors. \
+Continuation: a \
 container is SIGKILLed whole while the Mayor's reply streams; the clock runs from the next \
 container's `stasis-client up` to the model receiving the continuation, which includes \
 hydrating kilo.db and kilo's own start (the baseline, measured in that container). Inbox: 50 \

@@ -18,8 +18,12 @@ use std::time::Duration;
 pub struct Supervised {
     /// kill -9 of a supervised kilo to its session served again.
     pub crash_to_served: Latency,
-    /// Of that: what kilo alone, restarted by hand, does not take (stasis's share).
+    /// Of that: the SIGKILL to the new kilo spawned (stasis's share: the exit noticed, the
+    /// restart decided, the process started), from the supervisor's log.
     pub share: Latency,
+    /// Of that: what kilo alone, restarted by hand, does not take (its start on the busier
+    /// container included).
+    pub over_bare: Latency,
     /// kilo alone, restarted by hand after a SIGKILL: spawn to the session served.
     pub bare_restart: Latency,
     /// The next container's `up` to the continuation of the cut reply reaching the model.
@@ -38,7 +42,7 @@ pub struct Supervised {
 pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Result<Supervised> {
     let client = client_bin()?;
     let kilo = stasis_kilo_harness::kilo_bin()?;
-    let mut samples: [Vec<Duration>; 8] = Default::default();
+    let mut samples: [Vec<Duration>; 9] = Default::default();
     for round in 0..rounds {
         eprintln!("  round {}: kilo alone, restarted by hand", round + 1);
         let bare = bare_kilo::measure(&dir.join(format!("bare-{round}")))?;
@@ -51,7 +55,8 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
         };
         let report = supervision::play(&options, &|_| {})?;
         samples[0].push(report.crash_to_served);
-        samples[1].push(
+        samples[1].push(report.kill_to_respawn);
+        samples[8].push(
             report
                 .crash_to_served
                 .saturating_sub(bare.restart_to_served),
@@ -87,10 +92,12 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
         continuation_over,
         inbox,
         resume_start,
+        over_bare,
     ] = samples.map(|s| Latency::of(s).context("no rounds"));
     Ok(Supervised {
         crash_to_served: crash?,
         share: share?,
+        over_bare: over_bare?,
         bare_restart: bare_restart?,
         to_continuation: continuation?,
         bare_to_model: bare_to_model?,

@@ -10,7 +10,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use rustix::process::{Pid, Signal, kill_process_group};
 
@@ -55,6 +55,8 @@ pub(crate) struct Runtime {
     /// Its base URL, from its listening line.
     pub(crate) url: String,
     pub(crate) started: Instant,
+    /// The wall clock at its spawn: a reader of the log sets it against a kill it timed.
+    pub(crate) spawned_at: SystemTime,
     /// Set once its exit was collected (its pid may then name another process).
     gone: Arc<AtomicBool>,
 }
@@ -93,6 +95,7 @@ pub(crate) fn spawn(
     }
     builder.envs(env.set.iter().map(|(name, value)| (name, value)));
     let started = Instant::now();
+    let spawned_at = SystemTime::now();
     let mut child = builder
         .spawn()
         .map_err(|e| Error::io(format!("starting {program}"), e))?;
@@ -126,6 +129,7 @@ pub(crate) fn spawn(
         pid,
         url: String::new(),
         started,
+        spawned_at,
         gone,
     };
     Ok(Spawned {

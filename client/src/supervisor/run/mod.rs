@@ -278,8 +278,13 @@ impl<'c> Loop<'c> {
         // Posted directly, before the sidecar starts (its start waits on the runtime's first
         // answers): the log names the new URL as soon as the runtime listens, still ahead of
         // every event the sidecar forwards.
+        let spawned_at_ms = runtime
+            .spawned_at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, millis);
         let data = json!({ "pid": runtime.pid, "url": runtime.url, "port": runtime.port(),
-                           "attempt": id, "ready_ms": millis(ready_in) });
+                           "attempt": id, "ready_ms": millis(ready_in),
+                           "spawned_at_ms": spawned_at_ms });
         self.journal.record("stasis.runtime.started", None, data)?;
         let sidecar = Sidecar::new(self.sidecar_options(&runtime.url), Arc::clone(&self.log));
         self.journal.route_through(Some(sidecar.injector()));

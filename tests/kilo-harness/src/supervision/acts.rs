@@ -14,7 +14,7 @@ use anyhow::{Context, Result, ensure};
 use rustix::process::{Pid, Signal, kill_process_group};
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long a start, a turn, or a log write may take on a busy machine.
 const WITHIN: Duration = Duration::from_secs(150);
@@ -73,6 +73,7 @@ fn act_crash(
 
     let mark = last_seq(&stage.api, &stage.agent_path(MAYOR))?;
     let killed = Instant::now();
+    let killed_at = SystemTime::now();
     let group = Pid::from_raw(mayor.pid).context("the Mayor's pid")?;
     kill_process_group(group, Signal::KILL).context("kill -9 of the Mayor's kilo")?;
     stage.say(&format!(
@@ -96,6 +97,13 @@ fn act_crash(
     )?;
     report.crash_to_served = killed.elapsed();
     report.kilo_start = back.ready;
+    let killed_at_ms = killed_at
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let spawned_at_ms = back
+        .spawned_at_ms
+        .context("the restart's stasis.runtime.started has no spawned_at_ms")?;
+    report.kill_to_respawn = Duration::from_millis(spawned_at_ms.saturating_sub(killed_at_ms));
     wait_started(stage, a, MAYOR, mark)?;
     let events = supervisor_events(&stage.api, &stage.agent_path(MAYOR), mark)?;
     let exited = find(&events, "stasis.runtime.exited")?;
@@ -118,8 +126,12 @@ fn act_crash(
     report.restart_delay = Duration::from_millis(number(restarting, "/delay_ms").unwrap_or(0));
     stage.say(&format!(
         "   ✓ restarted in A as pid {} on the same home: session served again {:.2?} after the kill \
-         (kilo's own start {:.2?}, restart delay {:.0?})",
-        back.pid, report.crash_to_served, report.kilo_start, report.restart_delay
+         (spawned {:.0?} after it, kilo's own start {:.2?}, restart delay {:.0?})",
+        back.pid,
+        report.crash_to_served,
+        report.kill_to_respawn,
+        report.kilo_start,
+        report.restart_delay
     ));
     let before = stage.model.requests().len();
     turn(&back.url, &mayor_session, PROMPT_BACK)?;

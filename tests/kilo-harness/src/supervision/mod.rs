@@ -90,6 +90,9 @@ pub struct SupervisionReport {
     pub kilo_start: Duration,
     /// Of that: the restart delay.
     pub restart_delay: Duration,
+    /// Of that: from the SIGKILL to the new kilo spawned, stasis's own part (the exit
+    /// noticed, the restart decided, the process started), on the wall clock.
+    pub kill_to_respawn: Duration,
     /// From the stalled prompt to its abort.
     pub stalled_turn_aborted_after: Duration,
     /// From SIGTERM to `up`'s exit.

@@ -16,6 +16,8 @@ pub(super) struct Started {
     pub(super) pid: i32,
     pub(super) url: String,
     pub(super) ready: Duration,
+    /// Its spawn on the wall clock (epoch ms), as its supervisor logged it.
+    pub(super) spawned_at_ms: Option<u64>,
 }
 
 /// The containers' `/tmp`, emptied: the next container starts on an empty folder.
@@ -81,6 +83,7 @@ fn wait_start(
                     pid,
                     url,
                     ready: Duration::from_millis(number(started, "/ready_ms").unwrap_or(0)),
+                    spawned_at_ms: number(started, "/spawned_at_ms"),
                 }),
                 _ => None,
             })
