@@ -77,6 +77,7 @@
 //! wipe of the whole agent drops every owner's manifests before
 //! [`table::release_all`].
 
+pub mod batch;
 pub mod calls;
 pub mod claims;
 pub mod digest;
