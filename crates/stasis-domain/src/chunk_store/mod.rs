@@ -81,6 +81,7 @@ pub mod batch;
 pub mod calls;
 pub mod claims;
 pub mod digest;
+pub mod frames;
 pub mod keys;
 pub mod manifests;
 pub mod operations;
