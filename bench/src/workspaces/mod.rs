@@ -94,21 +94,21 @@ pub fn run(options: &Options) -> Result<Vec<Line>> {
     let large = trees::synthetic(&dir.path().join("large"), files, big, 2)?;
     let large_peaks = side.peaks(&large, "large")?;
     let _ = std::fs::remove_dir_all(&large.root);
-    for (what, small, large) in [
+    for (what, small_kib, large_kib) in [
         ("push", small_peaks.0, large_peaks.0),
         ("pull", small_peaks.1, large_peaks.1),
     ] {
-        let ratio = large as f64 / small.max(1) as f64;
+        let ratio = large_kib as f64 / small_kib.max(1) as f64;
         lines.push(Line {
             what: format!(
                 "host peak RSS during a {what} of {} ({} files)",
                 report::size(large.bytes),
                 report::thousands_sep(usize::try_from(files).unwrap_or(0))
             ),
-            stasis: format!("{} MiB", large / 1024),
+            stasis: format!("{} MiB", large_kib / 1024),
             baseline: format!(
-                "{} MiB ({} tree)",
-                small / 1024,
+                "{} MiB (the {} tree)",
+                small_kib / 1024,
                 report::size(synthetic.bytes)
             ),
             ratio,

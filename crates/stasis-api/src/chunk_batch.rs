@@ -26,7 +26,11 @@ use stasis_domain::{
     },
     ids::AgentKey,
 };
+use futures::{StreamExt, TryStreamExt};
 use std::collections::HashSet;
+
+/// Chunk reads a batch fetch has in flight at once.
+const READS_IN_FLIGHT: usize = 8;
 
 /// What a batch upload answers.
 #[derive(Serialize, schemars::JsonSchema)]
@@ -141,10 +145,12 @@ pub async fn fetch(
     }
     let blobs = objects.snapshot_blobs()?;
     let prefix = chunk_store::key_prefix(key);
-    let reads = names
-        .iter()
-        .map(|name| batch::read_held(&blobs, &prefix, name));
-    let chunks = futures::future::try_join_all(reads)
+    // A few reads at a time, in order: memory stays a batch, and the host's
+    // blocking threads (each a read) stay few.
+    let chunks: Vec<Vec<u8>> = futures::stream::iter(names.iter())
+        .map(|name| batch::read_held(&blobs, &prefix, name))
+        .buffered(READS_IN_FLIGHT)
+        .try_collect()
         .await
         .map_err(corrupt_or_other)?;
     let mut out = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
