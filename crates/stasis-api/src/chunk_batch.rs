@@ -15,6 +15,7 @@
 
 use crate::{Snapshots, body, error::ApiError, reply, snapshot::corrupt_or_other};
 use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
 use http::{HeaderValue, Response, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use stasis_domain::{
@@ -26,7 +27,6 @@ use stasis_domain::{
     },
     ids::AgentKey,
 };
-use futures::{StreamExt, TryStreamExt};
 use std::collections::HashSet;
 
 /// Chunk reads a batch fetch has in flight at once.
@@ -147,8 +147,9 @@ pub async fn fetch(
     let prefix = chunk_store::key_prefix(key);
     // A few reads at a time, in order: memory stays a batch, and the host's
     // blocking threads (each a read) stay few.
-    let chunks: Vec<Vec<u8>> = futures::stream::iter(names.iter())
-        .map(|name| batch::read_held(&blobs, &prefix, name))
+    let (blobs, prefix) = (&blobs, prefix.as_str());
+    let chunks: Vec<Vec<u8>> = futures::stream::iter(names.clone())
+        .map(|name: String| async move { batch::read_held(blobs, prefix, &name).await })
         .buffered(READS_IN_FLIGHT)
         .try_collect()
         .await
