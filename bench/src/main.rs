@@ -31,7 +31,10 @@
 //!     of every process involved (a third table and section);
 //! 13. the agent sidecar forwarding from a synthetic kilo, and the recovery of
 //!     a real kilo agent, on the host and the edge (`real_agent`, a fourth
-//!     table and section, `<!-- bench:real-agent:start -->`).
+//!     table and section, `<!-- bench:real-agent:start -->`);
+//! 14. with `--only-workspaces` (and only then), workspace saves and restores
+//!     against `tar`, and the host's peak memory during a 2 GiB workspace push
+//!     and pull ([`workspaces`], `<!-- bench:workspaces:start -->`).
 //!
 //! stasis is "a base URL and a token": by default the bench spawns
 //! `--stasis-bin serve` itself on a free loopback port with a random
@@ -77,6 +80,7 @@ mod server;
 mod soak;
 mod stats;
 mod workloads;
+mod workspaces;
 
 use clap::Parser;
 use std::{path::PathBuf, process::ExitCode};
@@ -162,6 +166,13 @@ pub(crate) struct Args {
     /// memory) on a spawned host or `--url`, and record only their section.
     #[arg(long, conflicts_with = "only_real_agent")]
     only_snapshots: bool,
+    /// Run only the workspace workload (saves and restores against `tar`, the host's peak
+    /// memory) on a spawned host, and record only its section.
+    #[arg(long, conflicts_with_all = ["only_real_agent", "only_snapshots", "url"])]
+    only_workspaces: bool,
+    /// The repository whose tracked files make the workspace workload's real tree.
+    #[arg(long, default_value = ".")]
+    workspace_repo: PathBuf,
 }
 
 /// Runs other than the benchmark.

@@ -3,6 +3,7 @@
 
 use crate::{
     Args, cpu, edge_report, machine, many_agents, peer, plan, real_agent, report, rows, server,
+    workspaces,
 };
 use anyhow::{Result, bail};
 
@@ -16,6 +17,9 @@ pub(crate) fn run(args: Args) -> Result<bool> {
             tmp_dir: args.tmp_dir.clone(),
         })?;
         return Ok(true);
+    }
+    if args.only_workspaces {
+        return workspace_run(&args);
     }
     let options = plan_options(&args)?;
     let load_before = machine::load_average();
@@ -132,6 +136,30 @@ fn snapshot_run(args: &Args, options: &plan::Options, load_before: String) -> Re
         eprintln!("recorded in {}", path.display());
     }
     Ok(!rows.iter().any(report::Row::failed))
+}
+
+/// `--only-workspaces`: the workspace workload alone, printed and recorded into its section.
+fn workspace_run(args: &Args) -> Result<bool> {
+    if !args.stasis_bin.is_file() {
+        bail!(
+            "{} does not exist: build it (`cargo build --release -p stasis-host`)",
+            args.stasis_bin.display()
+        );
+    }
+    let load_before = machine::load_average();
+    let lines = workspaces::run(&workspaces::Options {
+        bin: args.stasis_bin.clone(),
+        quick: args.quick,
+        repo: args.workspace_repo.clone(),
+        tmp_dir: args.tmp_dir.clone(),
+    })?;
+    println!("{}", workspaces::table(&lines));
+    if let Some(path) = &args.record {
+        let section = workspaces::section(&run_info(args, load_before), &lines);
+        report::record(path, workspaces::MARKS, &section)?;
+        eprintln!("recorded in {}", path.display());
+    }
+    Ok(true)
 }
 
 /// The sidecar and real-agent rows (`real_agent`), printed.

@@ -58,6 +58,12 @@ impl BlobStore for WorkersKv {
         self.0.get(key).bytes().await.map_err(kv_error)
     }
 
+    /// A batch upload's keys, written concurrently (one KV operation each).
+    async fn put_many(&self, values: Vec<(String, Vec<u8>)>) -> Result<(), DomainError> {
+        let writes = values.iter().map(|(key, value)| self.put(key, value));
+        futures::future::try_join_all(writes).await.map(drop)
+    }
+
     async fn delete(&self, key: &str) -> Result<(), DomainError> {
         self.0.delete(key).await.map_err(kv_error)
     }

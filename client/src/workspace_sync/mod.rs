@@ -3,11 +3,11 @@
 //!
 //! - [`push()`]: scans the folder (an index spares unchanged files a read), skips everything when
 //!   the tree's root hash is the one last synced from here, else sends only the chunks and
-//!   manifest pages the agent's store lacks (8 at a time) and commits the manifest's head under
+//!   manifest pages the agent's store lacks (many per request, a few requests in flight) and commits the manifest's head under
 //!   `If-Match` of the last synced root hash (`If-None-Match: *` for a first version).
 //! - [`pull()`]: restores the current version into an absent or empty folder: the head, its
 //!   pages, then the tree written beside the target while its chunks are fetched ahead in
-//!   parallel, every chunk, file and the root hash verified, and renamed into place.
+//!   batches of many per request, every chunk, file and the root hash verified, and renamed into place.
 //!
 //! Both keep a small local state ([`StateDir`]: the last synced root hash and version, and the
 //! scan's index), by default in the folder's sibling `.<name>.stasis-workspace/`.
@@ -34,6 +34,7 @@
 //! }
 //! ```
 
+mod batches;
 mod chunks;
 mod commit;
 mod prefetch;

@@ -1,6 +1,7 @@
-//! Chunks fetched ahead of a restore, in parallel: the restore asks for chunks one at a time in
-//! manifest order; workers fetch the distinct chunks in that same order, at most [`WINDOW`]
-//! ahead of the restore, so a tree of any size is restored in bounded memory. A chunk named
+//! Chunks fetched ahead of a restore, in batches: the restore asks for chunks one at a time in
+//! manifest order; [`BATCHES_IN_FLIGHT`] workers fetch the distinct chunks in that same order,
+//! many per request ([`FETCH_BATCH`] at most), at most [`WINDOW_BYTES`] ahead of the restore,
+//! so a tree of any size is restored in bounded memory. A chunk named
 //! again later is kept for its next use while the kept bytes stay under [`KEEP_BYTES`], else
 //! fetched again then.
 
@@ -9,17 +10,22 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 use stasis_domain::workspace::{ChunkRef, ContentHash, TreeManifest};
 
+use super::batches::{BATCH_BYTES, BATCHES_IN_FLIGHT};
 use crate::error::{Error, Result};
-use crate::snapshot::parallel::TRANSFERS_IN_FLIGHT;
 
-/// Distinct chunks fetched ahead of the restore, at most (256 KiB each at most: 32 MiB).
-pub(crate) const WINDOW: usize = 128;
+/// Bytes of chunks fetched ahead of the restore, at most (a batch past the restore's chunk
+/// always may go, so that a chunk larger than this is fetched too).
+pub(crate) const WINDOW_BYTES: u64 = 32 << 20;
+/// Chunks one fetch asks for, at most (its bytes bounded by [`BATCH_BYTES`]).
+pub(crate) const FETCH_BATCH: usize = 128;
 /// Bytes of chunks kept for a later use, at most.
 pub(crate) const KEEP_BYTES: u64 = 64 << 20;
 
 /// Every distinct chunk in order of first use, and how often each is used.
 struct Plan {
     order: Vec<ChunkRef>,
+    /// `ahead[i]`: the bytes of `order[..i]`.
+    ahead: Vec<u64>,
     first_use: HashMap<ContentHash, usize>,
 }
 
@@ -40,7 +46,21 @@ impl Plan {
                 order.len() - 1
             });
         }
-        (Plan { order, first_use }, uses)
+        let mut ahead = Vec::with_capacity(order.len() + 1);
+        let mut bytes = 0;
+        ahead.push(0);
+        for chunk in &order {
+            bytes += u64::from(chunk.size);
+            ahead.push(bytes);
+        }
+        (
+            Plan {
+                order,
+                ahead,
+                first_use,
+            },
+            uses,
+        )
     }
 }
 
@@ -65,15 +85,18 @@ pub(crate) struct Prefetch<'p> {
     uses: HashMap<ContentHash, u32>,
     state: Mutex<State>,
     changed: Condvar,
-    fetch: &'p (dyn Fn(&ChunkRef) -> Result<Vec<u8>> + Sync),
+    fetch: &'p Fetch<'p>,
 }
+
+/// Fetches distinct chunks in one request, each verified; their bytes in the same order.
+pub(crate) type Fetch<'f> = dyn Fn(&[ChunkRef]) -> Result<Vec<Vec<u8>>> + Sync + 'f;
 
 impl<'p> Prefetch<'p> {
     /// Runs `restore` with a fetcher for `manifest`'s chunks while workers fetch them with
     /// `fetch` (which verifies them).
     pub(crate) fn run<R>(
         manifest: &TreeManifest,
-        fetch: &'p (dyn Fn(&ChunkRef) -> Result<Vec<u8>> + Sync),
+        fetch: &'p Fetch<'p>,
         restore: impl FnOnce(&mut dyn FnMut(&ChunkRef) -> Result<Vec<u8>>) -> R,
     ) -> R {
         let (plan, uses) = Plan::of(manifest);
@@ -84,7 +107,7 @@ impl<'p> Prefetch<'p> {
             changed: Condvar::new(),
             fetch,
         };
-        let workers = TRANSFERS_IN_FLIGHT.min(prefetch.plan.order.len());
+        let workers = BATCHES_IN_FLIGHT.min(prefetch.plan.order.len());
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| prefetch.work());
@@ -102,30 +125,50 @@ impl<'p> Prefetch<'p> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A worker: takes the next chunk within the window, fetches it, hands it over.
+    /// The chunks `order[from..to]` a worker may take: at most [`FETCH_BATCH`] and
+    /// [`BATCH_BYTES`], within [`WINDOW_BYTES`] of the restore (at least one chunk).
+    fn batch_end(&self, from: usize, consumed: usize) -> usize {
+        let ahead = &self.plan.ahead;
+        let mut to = from;
+        while to < self.plan.order.len() && to - from < FETCH_BATCH {
+            let batch = ahead[to + 1] - ahead[from];
+            let window = ahead[to + 1] - ahead[consumed.min(to)];
+            if to > from && (batch > BATCH_BYTES || window > WINDOW_BYTES) {
+                break;
+            }
+            to += 1;
+        }
+        to
+    }
+
+    /// A worker: takes the next chunks within the window, fetches them, hands them over.
     fn work(&self) {
         loop {
-            let index = {
+            let (from, to) = {
                 let mut state = self.lock();
                 loop {
                     if state.done || state.failure.is_some() || state.next >= self.plan.order.len()
                     {
                         return;
                     }
-                    if state.next < state.consumed + WINDOW {
+                    let window = self.plan.ahead[state.next + 1] - self.plan.ahead[state.consumed];
+                    if state.next == state.consumed || window <= WINDOW_BYTES {
                         break;
                     }
                     state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
                 }
-                state.next += 1;
-                state.next - 1
+                let from = state.next;
+                state.next = self.batch_end(from, state.consumed);
+                (from, state.next)
             };
-            let chunk = self.plan.order[index];
-            let fetched = (self.fetch)(&chunk);
+            let chunks = &self.plan.order[from..to];
+            let fetched = (self.fetch)(chunks);
             let mut state = self.lock();
             match fetched {
-                Ok(bytes) => {
-                    state.ready.insert(chunk.sha256, bytes);
+                Ok(all) => {
+                    for (chunk, bytes) in chunks.iter().zip(all) {
+                        state.ready.insert(chunk.sha256, bytes);
+                    }
                 }
                 Err(error) => {
                     state.failure.get_or_insert(error);
@@ -155,7 +198,11 @@ impl<'p> Prefetch<'p> {
         let Some(index) = first.filter(|&i| i >= state.consumed) else {
             // Used before and not kept: fetched again.
             drop(state);
-            return (self.fetch)(chunk);
+            let mut again = (self.fetch)(std::slice::from_ref(chunk))?;
+            return again.pop().ok_or_else(|| Error::Protocol {
+                what: format!("fetching workspace chunk {}", chunk.sha256),
+                detail: "the batch came back empty".to_owned(),
+            });
         };
         let bytes = loop {
             if let Some(bytes) = state.ready.remove(&chunk.sha256) {

@@ -1,10 +1,11 @@
 //! The pull: refuse a folder that holds anything, read the current version's head, fetch its
-//! pages (8 at a time, each checked against the head), rebuild and check the manifest, then
+//! pages (in batches, each checked against the head), rebuild and check the manifest, then
 //! restore the tree (verified and atomic: [`workspace::restore`]) while the chunks are fetched
-//! ahead of it in parallel, each checked against its name. A chunk collected under the pull (a
+//! ahead of it in batches, each checked against its name. A chunk collected under the pull (a
 //! newer version superseded this one meanwhile) starts it over from the new head, a bounded
 //! number of times.
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +16,7 @@ use stasis_domain::workspace::pages::{self, ManifestHead};
 use stasis_domain::workspace::{ChunkRef, ContentHash, TreeLimits, TreeManifest};
 
 use super::PullOptions;
+use super::batches::{self, BATCHES_IN_FLIGHT};
 use super::chunks::{CHUNK_NOT_FOUND, ChunkRoutes};
 use super::prefetch::Prefetch;
 use super::synced::{Synced, agent_key};
@@ -22,7 +24,7 @@ use super::wire::StoredManifest;
 use crate::error::{Error, Result};
 use crate::http::Client;
 use crate::ids::AgentRef;
-use crate::snapshot::parallel::{self, TRANSFERS_IN_FLIGHT};
+use crate::snapshot::parallel;
 use crate::workspace::{self, WorkspaceError};
 
 /// Heads read before giving up on chunks that keep vanishing under the pull.
@@ -141,11 +143,16 @@ fn restore(routes: &ChunkRoutes<'_>, stored: &StoredManifest, target: &Path) -> 
     let bytes_fetched = AtomicU64::new(0);
     let chunks_fetched = AtomicU64::new(0);
     let manifest = fetch_manifest(routes, &stored.head, &bytes_fetched)?;
-    let fetch = |chunk: &ChunkRef| {
-        let bytes = routes.fetch(&chunk.sha256, u64::from(chunk.size))?;
-        chunks_fetched.fetch_add(1, Ordering::Relaxed);
-        bytes_fetched.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        Ok(bytes)
+    let fetch = |chunks: &[ChunkRef]| {
+        let sized: Vec<(ContentHash, u64)> = chunks
+            .iter()
+            .map(|c| (c.sha256, u64::from(c.size)))
+            .collect();
+        let fetched = routes.fetch_batch(&sized)?;
+        chunks_fetched.fetch_add(fetched.len() as u64, Ordering::Relaxed);
+        let bytes: u64 = fetched.iter().map(|b| b.len() as u64).sum();
+        bytes_fetched.fetch_add(bytes, Ordering::Relaxed);
+        Ok(fetched)
     };
     let root = stored.head.root_hash;
     let stats = Prefetch::run(&manifest, &fetch, |take| {
@@ -167,24 +174,34 @@ fn restore(routes: &ChunkRoutes<'_>, stored: &StoredManifest, target: &Path) -> 
     })
 }
 
-/// The pages of `head`, fetched in parallel and checked in order into the whole manifest.
+/// The pages of `head`, fetched in batches and checked in order into the whole manifest.
 fn fetch_manifest(
     routes: &ChunkRoutes<'_>,
     head: &ManifestHead,
     bytes_fetched: &AtomicU64,
 ) -> Result<TreeManifest> {
-    let fetched: Vec<Mutex<Vec<u8>>> = head.pages.iter().map(|_| Mutex::default()).collect();
-    let indexed: Vec<usize> = (0..head.pages.len()).collect();
-    parallel::for_each(&indexed, TRANSFERS_IN_FLIGHT, |&i| {
-        let page = head.pages[i];
-        let bytes = routes.fetch(&page.sha256, u64::from(page.size))?;
-        bytes_fetched.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        *fetched[i].lock().unwrap_or_else(|p| p.into_inner()) = bytes;
+    let mut seen = HashSet::new();
+    let distinct: Vec<(ContentHash, u64)> = head
+        .pages
+        .iter()
+        .filter(|p| seen.insert(p.sha256))
+        .map(|p| (p.sha256, u64::from(p.size)))
+        .collect();
+    let fetched: Mutex<HashMap<ContentHash, Vec<u8>>> = Mutex::default();
+    let groups = batches::group(&distinct);
+    parallel::for_each(&groups, BATCHES_IN_FLIGHT, |batch| {
+        let pages = routes.fetch_batch(batch)?;
+        let bytes: u64 = pages.iter().map(|b| b.len() as u64).sum();
+        bytes_fetched.fetch_add(bytes, Ordering::Relaxed);
+        let mut fetched = fetched.lock().unwrap_or_else(|p| p.into_inner());
+        fetched.extend(batch.iter().map(|(hash, _)| *hash).zip(pages));
         Ok::<(), Error>(())
     })?;
-    let pages: Vec<Vec<u8>> = fetched
-        .into_iter()
-        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+    let fetched = fetched.into_inner().unwrap_or_else(|p| p.into_inner());
+    let pages: Vec<&[u8]> = head
+        .pages
+        .iter()
+        .map(|p| fetched.get(&p.sha256).map_or(&[][..], Vec::as_slice))
         .collect();
     // The server enforced its limits; here only the rules matter.
     let unlimited = TreeLimits {
@@ -192,7 +209,6 @@ fn fetch_manifest(
         max_entries: u64::MAX,
         max_chunk_refs: u64::MAX,
     };
-    let manifest = pages::assemble(head, pages.iter().map(Vec::as_slice), &unlimited)
-        .map_err(WorkspaceError::from)?;
+    let manifest = pages::assemble(head, pages, &unlimited).map_err(WorkspaceError::from)?;
     Ok(manifest)
 }

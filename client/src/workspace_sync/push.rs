@@ -1,7 +1,7 @@
 //! The push: scan the folder (the index spares unchanged files a read), skip it all when the
 //! tree's root hash is the one last synced, else split the manifest into pages, ask which chunks
-//! and pages the store lacks, upload those (8 at a time, each chunk read from its file when it
-//! is sent), and commit the head under `If-Match` of the last synced root hash (`If-None-Match:
+//! and pages the store lacks, upload those in batches of many chunks (a few batches in flight,
+//! each chunk read from its file when its batch is framed), and commit the head under `If-Match` of the last synced root hash (`If-None-Match:
 //! *` for a first version). A 409 `chunks_missing` uploads what it names and commits again; a
 //! 412 re-reads the current version (already ours: done) and commits once more against it.
 
@@ -11,12 +11,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
+use stasis_domain::chunk_store::frames::{self, FRAME_HEADER};
 use stasis_domain::workspace::pages::{
     self, DEFAULT_PAGE_BYTES, EncodedPage, MIN_PAGE_BYTES, ManifestHead,
 };
 use stasis_domain::workspace::{ContentHash, TreeLimits};
 
 use super::PushOptions;
+use super::batches::{self, BATCHES_IN_FLIGHT};
 use super::chunks::ChunkRoutes;
 use super::commit::{Committed, Precondition};
 use super::synced::{Synced, agent_key};
@@ -24,7 +26,7 @@ use super::wire::{ManifestUpload, WorkspaceReceipt};
 use crate::error::{Error, Result};
 use crate::http::Client;
 use crate::ids::AgentRef;
-use crate::snapshot::parallel::{self, TRANSFERS_IN_FLIGHT};
+use crate::snapshot::parallel;
 use crate::workspace::{self, Scan, WorkspaceError};
 
 /// Scans tried when a file changes between its scan and its upload.
@@ -265,25 +267,51 @@ impl<'a> Sending<'a> {
         })
     }
 
-    /// Uploads chunks and pages, 8 at a time.
+    /// Uploads chunks and pages in batches ([`batches::group`]), [`BATCHES_IN_FLIGHT`] at a
+    /// time; a batch's chunks are read from their files as it is framed, so memory holds a few
+    /// batches, never the tree.
     fn upload(&self, hashes: &[ContentHash]) -> Result<()> {
-        parallel::for_each(hashes, TRANSFERS_IN_FLIGHT, |hash| {
-            let (bytes, counter) = match self.pages.get(hash) {
-                Some(page) => (page.bytes.clone(), &self.pages_sent),
-                None if self.scan.chunks.contains(hash) => {
-                    (self.scan.read_chunk(hash)?, &self.chunks_sent)
-                }
-                None => {
-                    return Err(Error::Protocol {
-                        what: format!("PUT {}", self.routes.agent.path("/workspace/manifest")),
-                        detail: format!("the server asks for {hash}, which the tree lacks"),
-                    });
-                }
+        let mut seen = HashSet::new();
+        let mut sized = Vec::with_capacity(hashes.len());
+        for hash in hashes.iter().filter(|h| seen.insert(**h)) {
+            let size = match self.pages.get(hash) {
+                Some(page) => page.bytes.len() as u64,
+                None => match self.scan.chunks.location(hash) {
+                    Some((_, _, size)) => u64::from(size),
+                    None => {
+                        return Err(Error::Protocol {
+                            what: format!("PUT {}", self.routes.agent.path("/workspace/manifest")),
+                            detail: format!("the server asks for {hash}, which the tree lacks"),
+                        });
+                    }
+                },
             };
-            self.routes.upload(hash, &bytes)?;
-            counter.fetch_add(1, Ordering::Relaxed);
-            self.bytes_sent
-                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            sized.push((*hash, size));
+        }
+        let groups = batches::group(&sized);
+        parallel::for_each(&groups, BATCHES_IN_FLIGHT, |batch| {
+            let framed: u64 = batch
+                .iter()
+                .map(|(_, size)| size + FRAME_HEADER as u64)
+                .sum();
+            let mut body = Vec::with_capacity(usize::try_from(framed).unwrap_or(0));
+            let (mut pages, mut chunks, mut bytes) = (0, 0, 0);
+            for (hash, _) in batch {
+                if let Some(page) = self.pages.get(hash) {
+                    frames::encode_frame(&mut body, hash.as_raw(), &page.bytes);
+                    pages += 1;
+                    bytes += page.bytes.len() as u64;
+                } else {
+                    let chunk = self.scan.read_chunk(hash)?;
+                    frames::encode_frame(&mut body, hash.as_raw(), &chunk);
+                    chunks += 1;
+                    bytes += chunk.len() as u64;
+                }
+            }
+            self.routes.upload_batch(&body, batch.len() as u64, bytes)?;
+            self.pages_sent.fetch_add(pages, Ordering::Relaxed);
+            self.chunks_sent.fetch_add(chunks, Ordering::Relaxed);
+            self.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
             Ok(())
         })
     }

@@ -83,6 +83,9 @@ fn a_tree_goes_up_and_comes_back_whole() {
     assert_eq!((restored.files, restored.symlinks), (4, 1));
     let synced = StateDir::beside(&copy).load(&polecat()).expect("recorded");
     assert_eq!((synced.version, synced.root_hash), (1, pushed.root_hash));
+    // Every chunk and the page went up in one request and came back in two (the page, then
+    // the chunks).
+    assert_eq!(server.batches(), (1, 2));
 }
 
 #[test]
@@ -108,6 +111,7 @@ fn only_what_changed_is_sent_and_an_unchanged_tree_sends_nothing() {
     assert_eq!(edited.transfer.chunks_sent, 1, "one new chunk");
     assert_eq!(edited.transfer.pages_sent, 1, "one new page");
     assert_eq!(server.chunk_puts() - puts, 2, "the server saw two uploads");
+    assert_eq!(server.batches().0, 2, "both in one batch");
     assert_eq!(edited.receipt.expect("stored").version, 2);
     assert_eq!(
         server.last_commit_precondition(),
@@ -269,7 +273,14 @@ fn the_prefetch_hands_every_chunk_in_order_even_when_named_twice() {
         .iter()
         .map(|p| (ContentHash::of(p), p.clone()))
         .collect();
-    let fetch = |c: &ChunkRef| Ok(by_hash.get(&c.sha256).cloned().expect("known"));
+    let batches = std::sync::atomic::AtomicUsize::new(0);
+    let fetch = |chunks: &[ChunkRef]| {
+        batches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(chunks
+            .iter()
+            .map(|c| by_hash.get(&c.sha256).cloned().expect("known"))
+            .collect())
+    };
     let asked = Prefetch::run(&manifest, &fetch, |take| {
         let mut got = Vec::new();
         for file in manifest.entries.iter().filter_map(Entry::as_file) {
@@ -282,4 +293,7 @@ fn the_prefetch_hands_every_chunk_in_order_even_when_named_twice() {
         got
     });
     assert_eq!(asked.len(), 600);
+    // 300 distinct chunks in a few batches (plus the ones fetched again), not one per chunk.
+    let batches = batches.into_inner();
+    assert!(batches < 100, "{batches} fetches");
 }

@@ -52,6 +52,10 @@ pub fn check(
             snapshot::check_content_type(headers)?;
             return Ok(snapshot_delta::CHUNK_BODY_LIMIT);
         }
+        Endpoint::Agent(_, AgentEndpoint::WorkspaceBatchUpload) => {
+            snapshot::check_content_type(headers)?;
+            return Ok(stasis_domain::chunk_store::frames::BATCH_BODY_LIMIT);
+        }
         _ => {}
     }
     body::check_json_content_type(headers)?;
@@ -95,6 +99,9 @@ pub fn too_large(endpoint: &Endpoint, method: &Method, limit: u64) -> ApiError {
         }
         Endpoint::Agent(_, AgentEndpoint::SnapshotChunk(_) | AgentEndpoint::WorkspaceChunk(_)) => {
             "chunk_too_large"
+        }
+        Endpoint::Agent(_, AgentEndpoint::WorkspaceBatchUpload) => {
+            stasis_domain::chunk_store::frames::BATCH_TOO_LARGE
         }
         Endpoint::Agent(_, AgentEndpoint::Checkpoint) => "checkpoint_too_large",
         Endpoint::Agent(_, AgentEndpoint::MemoryEntry(_)) => "memory_value_too_large",

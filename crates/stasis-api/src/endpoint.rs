@@ -82,6 +82,10 @@ pub enum AgentEndpoint {
     WorkspaceChunk(String),
     /// `/workspace/manifest`
     WorkspaceManifest,
+    /// `/workspace/batch/upload`: many chunks in one framed body.
+    WorkspaceBatchUpload,
+    /// `/workspace/batch/fetch`: many chunks in one framed reply.
+    WorkspaceBatchFetch,
     /// `/export`
     Export,
     /// `/import`
@@ -112,14 +116,16 @@ impl Endpoint {
     }
 
     /// Whether `method` on this endpoint may change what the server
-    /// stores. Minting a token changes nothing, so a read-only token may
+    /// stores. A batch fetch changes nothing. Minting a token changes nothing, so a read-only token may
     /// exchange and refresh itself (into read-only tokens).
     pub fn is_write(&self, method: &Method) -> bool {
         let token_route = matches!(
             self,
             Endpoint::RefreshToken | Endpoint::Town(_, TownEndpoint::ContainerToken)
         );
-        !(token_route || *method == Method::GET || *method == Method::HEAD)
+        // A batch fetch is a read whose list of names travels as a body.
+        let batch_read = matches!(self, Endpoint::Agent(_, AgentEndpoint::WorkspaceBatchFetch));
+        !(token_route || batch_read || *method == Method::GET || *method == Method::HEAD)
     }
 
     /// Whether `method` here is a write a container token's fence guards:

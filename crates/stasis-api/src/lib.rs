@@ -26,6 +26,7 @@ mod append_body;
 pub mod auth;
 mod body;
 mod body_rules;
+mod chunk_batch;
 mod dispatch;
 mod endpoint;
 pub mod error;

@@ -3,6 +3,7 @@
 use crate::{
     Admitted, Objects, Reply, Snapshots, agent_http,
     auth::{Caller, KeyRing},
+    chunk_batch,
     error::ApiError,
     events, export, import, mayor_http, query, reply,
     route::{AgentEndpoint, Endpoint, TownEndpoint},
@@ -175,6 +176,8 @@ async fn agent_endpoint<O: Objects + Snapshots>(
             workspace_http::get_manifest(objects, key, headers).await
         }
         AgentEndpoint::Workspace => workspace_http::delete(objects, key).await,
+        AgentEndpoint::WorkspaceBatchUpload => chunk_batch::upload(objects, key, &body).await,
+        AgentEndpoint::WorkspaceBatchFetch => chunk_batch::fetch(objects, key, &body).await,
         AgentEndpoint::Dispatch => mayor_http::dispatch_agent(objects, key, &body).await,
         AgentEndpoint::Inbox => mayor_http::agent_inbox(objects, key, headers, &body).await,
         AgentEndpoint::RegistryEntry => {

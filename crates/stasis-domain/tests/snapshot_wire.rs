@@ -76,6 +76,12 @@ fn chunk_calls_keep_the_json_they_had_as_snapshot_calls() {
             },
             format!(r#"{{"op":"claim_orphans","args":{{"chunks":["{a}"]}}}}"#),
         ),
+        (
+            ChunkCall::StoredSizes {
+                chunks: vec![a.clone()],
+            },
+            format!(r#"{{"op":"stored_sizes","args":{{"chunks":["{a}"]}}}}"#),
+        ),
     ];
     for (call, expected) in cases {
         let snapshot_call = SnapshotCall::Chunk(call.clone());
@@ -128,6 +134,10 @@ fn chunk_replies_keep_their_json_and_read_back_through_the_agent_reply() {
         (
             ChunkReply::Recorded(vec![true, false]),
             r#"{"op":"recorded","args":[true,false]}"#.to_owned(),
+        ),
+        (
+            ChunkReply::Sizes(vec![Some(7), None]),
+            r#"{"op":"sizes","args":[7,null]}"#.to_owned(),
         ),
         (ChunkReply::Done, r#"{"op":"done"}"#.to_owned()),
     ];

@@ -2,7 +2,8 @@
 //! (each refused with its code, nothing else refused), and pages: any
 //! manifest, even one file whose chunk list outgrows a page, splits into
 //! pages under the bound and comes back whole; a page altered, dropped or
-//! swapped is refused.
+//! swapped is refused; the cuts between pages follow the entries, so a
+//! one-file change re-sends about one page.
 
 #![allow(clippy::expect_used, reason = "tests fail loudly")]
 
@@ -298,4 +299,48 @@ fn a_page_bound_outside_the_limits_is_refused() {
     let limits = TreeLimits::default();
     assert!(pages::split(&tree, &limits, MIN_PAGE_BYTES - 1).is_err());
     assert!(pages::split(&tree, &limits, pages::MAX_PAGE_BYTES + 1).is_err());
+}
+
+/// Pages of `after` whose bytes no page of `before` has (what a push
+/// re-sends).
+fn new_pages(before: &TreeManifest, after: &TreeManifest, bound: usize) -> (usize, usize) {
+    let limits = TreeLimits::default();
+    let (_, old) = pages::split(before, &limits, bound).expect("split");
+    let (_, new) = pages::split(after, &limits, bound).expect("split");
+    let old: std::collections::HashSet<_> = old.iter().map(|p| p.sha256).collect();
+    let fresh = new.iter().filter(|p| !old.contains(&p.sha256)).count();
+    (fresh, new.len())
+}
+
+#[test]
+fn a_file_added_edited_or_removed_changes_about_one_page_not_every_later_one() {
+    let tree = big_tree(20_000);
+    let mut added = tree.clone();
+    added
+        .entries
+        .insert(3_000, file("src/file-002999-new.rs", 1));
+    let mut edited = tree.clone();
+    edited.entries[2_000] = file("src/file-001999.rs", 3);
+    let mut removed = tree.clone();
+    removed.entries.remove(1_500);
+    for bound in [MIN_PAGE_BYTES, DEFAULT_PAGE_BYTES / 4] {
+        for (what, after) in [
+            ("added", &added),
+            ("edited", &edited),
+            ("removed", &removed),
+        ] {
+            let (fresh, total) = new_pages(&tree, after, bound);
+            assert!(total >= 8, "{total} pages of {bound} bytes");
+            assert!(
+                fresh <= 2,
+                "a file {what}: {fresh} of {total} pages of {bound} bytes are new"
+            );
+        }
+    }
+    let limits = TreeLimits::default();
+    let (head, split) = pages::split(&added, &limits, MIN_PAGE_BYTES).expect("split");
+    assert!(split.iter().all(|p| p.bytes.len() <= MIN_PAGE_BYTES));
+    let back = pages::assemble(&head, split.iter().map(|p| p.bytes.as_slice()), &limits)
+        .expect("assemble");
+    assert_eq!(back, added);
 }

@@ -93,6 +93,8 @@ fn every_documented_route_is_described_with_its_methods() {
             &["get", "put"],
         ),
         (format!("{agent}/workspace/manifest"), &["get", "put"]),
+        (format!("{agent}/workspace/batch/upload"), &["post"]),
+        (format!("{agent}/workspace/batch/fetch"), &["post"]),
     ];
     let document = document();
     for (path, methods) in expected {

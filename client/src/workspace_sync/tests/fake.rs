@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use stasis_domain::chunk_store::frames::{decode_frames, encode_frame};
 use stasis_domain::workspace::pages::{self, ManifestHead};
 use stasis_domain::workspace::{ContentHash, TreeLimits};
 
@@ -22,6 +23,8 @@ struct Store {
     requests: Vec<String>,
     preconditions: Vec<String>,
     chunk_puts: u64,
+    batch_uploads: u64,
+    batch_fetches: u64,
     conflicts: u64,
     always_conflict: bool,
     forget_on_first_commit: bool,
@@ -76,6 +79,12 @@ impl FakeServer {
 
     pub fn chunk_puts(&self) -> u64 {
         self.lock().chunk_puts
+    }
+
+    /// Batch uploads and batch fetches answered.
+    pub fn batches(&self) -> (u64, u64) {
+        let store = self.lock();
+        (store.batch_uploads, store.batch_fetches)
     }
 
     pub fn conflicts(&self) -> u64 {
@@ -200,6 +209,48 @@ fn answer(store: &mut Store, request: &Request) -> (u16, Vec<u8>, Option<Content
                 .cloned()
                 .collect();
             ok(200, &json!({ "missing": missing }), None)
+        }
+        ("POST", "/batch/upload") => {
+            let frames = decode_frames(&request.body).expect("whole frames");
+            let mut distinct = std::collections::HashSet::new();
+            let mut bytes = 0;
+            for (name, chunk) in &frames {
+                let hash = ContentHash::from_raw(*name);
+                assert_eq!(ContentHash::of(chunk), hash, "sent under its hash");
+                distinct.insert(hash);
+                bytes += chunk.len();
+            }
+            for (name, chunk) in frames {
+                store.chunk_puts += 1;
+                store
+                    .chunks
+                    .insert(ContentHash::from_raw(name), chunk.to_vec());
+            }
+            store.batch_uploads += 1;
+            ok(
+                200,
+                &json!({ "chunks": distinct.len(), "stored": distinct.len(), "bytes": bytes }),
+                None,
+            )
+        }
+        ("POST", "/batch/fetch") => {
+            let asked: Value = serde_json::from_slice(&request.body).expect("json");
+            let mut body = Vec::new();
+            for name in asked["chunks"].as_array().expect("chunks") {
+                let hash: ContentHash = name.as_str().expect("hex").parse().expect("hash");
+                let Some(bytes) = store.chunks.get(&hash) else {
+                    return error(404, "chunk_not_found", json!({ "missing": [hash] }));
+                };
+                let mut bytes = bytes.clone();
+                if store.garble
+                    && let Some(first) = bytes.first_mut()
+                {
+                    *first ^= 1;
+                }
+                encode_frame(&mut body, hash.as_raw(), &bytes);
+            }
+            store.batch_fetches += 1;
+            (200, body, None)
         }
         ("PUT", "/manifest") => commit(store, request),
         ("GET", "/manifest") => match store.versions.last() {

@@ -97,6 +97,8 @@ fn every_endpoint() -> Vec<Endpoint> {
         AgentEndpoint::WorkspaceMissing,
         AgentEndpoint::WorkspaceChunk("c".into()),
         AgentEndpoint::WorkspaceManifest,
+        AgentEndpoint::WorkspaceBatchUpload,
+        AgentEndpoint::WorkspaceBatchFetch,
         AgentEndpoint::Export,
         AgentEndpoint::Import,
         AgentEndpoint::Dispatch,

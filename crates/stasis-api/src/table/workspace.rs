@@ -1,12 +1,13 @@
 //! The workspace routes: the chunk routes shared with `/db-snapshot`, the
-//! paged manifest's commit and read, and the delete.
+//! batch upload and fetch of many chunks, the paged manifest's commit and
+//! read, and the delete.
 
 use super::{
     Answer, Body, Header, Operation, Route,
     agent::{agent, delete, json},
     schema,
 };
-use crate::{endpoint::AgentEndpoint, snapshot_delta, workspace_http};
+use crate::{chunk_batch, endpoint::AgentEndpoint, snapshot_delta, workspace_http};
 use http::Method;
 
 const OCTETS: &str = "application/octet-stream";
@@ -96,6 +97,58 @@ pub(super) static ROUTES: &[Route] = &[
                 ],
             },
         ],
+    },
+    Route {
+        template: "/api/towns/{town}/rigs/{rig}/agents/{agent}/workspace/batch/upload",
+        public: false,
+        endpoint: |p| agent(p, AgentEndpoint::WorkspaceBatchUpload),
+        operations: &[Operation {
+            method: Method::POST,
+            summary: "Uploads many chunks (or manifest pages) in one framed body: each frame is \
+                      the chunk's sha256 (32 raw bytes), its length (u32, big-endian) and its \
+                      bytes. Every frame is checked against its name before anything is stored; \
+                      at most 256 chunks and 8 MiB per batch.",
+            request: Body::Bytes(OCTETS),
+            query: &[],
+            headers: &[],
+            replies: &[json(
+                200,
+                "Stored: the distinct chunks, how many the store lacked, the bytes.",
+                Body::Json(schema::<chunk_batch::UploadReply>),
+            )],
+            errors: &[
+                (400, &["invalid_batch", "sha256_mismatch"]),
+                (413, &["batch_too_large"]),
+                (503, &["chunk_being_collected", "snapshot_propagating"]),
+            ],
+        }],
+    },
+    Route {
+        template: "/api/towns/{town}/rigs/{rig}/agents/{agent}/workspace/batch/fetch",
+        public: false,
+        endpoint: |p| agent(p, AgentEndpoint::WorkspaceBatchFetch),
+        operations: &[Operation {
+            method: Method::POST,
+            summary: "Reads many chunks (or manifest pages) in one request (a read, though a \
+                      POST): the named chunks, each once in the order first named, framed as \
+                      the batch upload takes them. At most 256 names and 8 MiB of frames.",
+            request: Body::Json(schema::<chunk_batch::FetchBody>),
+            query: &[],
+            headers: &[],
+            replies: &[Answer {
+                status: 200,
+                description: "The chunks, framed.",
+                body: Body::Bytes(OCTETS),
+                headers: &[],
+            }],
+            errors: &[
+                (400, &["invalid_request"]),
+                (404, &["chunk_not_found"]),
+                (413, &["batch_too_large"]),
+                (500, &["snapshot_corrupt"]),
+                (503, &["snapshot_propagating"]),
+            ],
+        }],
     },
     Route {
         template: "/api/towns/{town}/rigs/{rig}/agents/{agent}/workspace/manifest",

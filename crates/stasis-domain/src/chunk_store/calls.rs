@@ -64,6 +64,12 @@ pub enum ChunkCall {
         /// Hex sha256s.
         chunks: Vec<String>,
     },
+    /// The recorded size of each of these chunks the store holds (a batch
+    /// read's check, before any key is read); changes nothing.
+    StoredSizes {
+        /// Hex sha256s.
+        chunks: Vec<String>,
+    },
 }
 
 /// The answer to a [`ChunkCall`].
@@ -78,6 +84,8 @@ pub enum ChunkReply {
     Taken(Taken<String>),
     /// Whether each recorded chunk was new.
     Recorded(Vec<bool>),
+    /// Each asked-for chunk's size, `None` where the store lacks it.
+    Sizes(Vec<Option<u64>>),
     /// Nothing to say.
     Done,
 }
@@ -88,7 +96,7 @@ pub(super) fn default_pending_ttl() -> i64 {
 }
 
 /// Runs one call on the agent's store, inside the caller's transaction.
-/// Every chunk call may change the object.
+/// Every chunk call but [`ChunkCall::StoredSizes`] may change the object.
 pub fn execute(
     store: &impl SqlStore,
     call: &ChunkCall,
@@ -135,6 +143,11 @@ pub fn execute(
         ChunkCall::ClaimOrphans { chunks } => {
             let hashes = parse_all(chunks, "invalid_id")?;
             ChunkReply::Taken(hex_taken(claims::claim_orphans(store, &hashes, now)?))
+        }
+        ChunkCall::StoredSizes { chunks } => {
+            let hashes = parse_all(chunks, "invalid_request")?;
+            let sizes = table::stored_sizes(store, &table::distinct(&hashes))?;
+            ChunkReply::Sizes(hashes.iter().map(|h| sizes.get(h).copied()).collect())
         }
     })
 }

@@ -77,9 +77,11 @@
 //! wipe of the whole agent drops every owner's manifests before
 //! [`table::release_all`].
 
+pub mod batch;
 pub mod calls;
 pub mod claims;
 pub mod digest;
+pub mod frames;
 pub mod keys;
 pub mod manifests;
 pub mod operations;

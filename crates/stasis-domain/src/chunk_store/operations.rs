@@ -36,4 +36,7 @@ operations! {
     /// Takes for deletion the chunks found in KV that no row claims.
     claim_orphans(chunks: Vec<String>) -> Taken<String>
         = C::ClaimOrphans { chunks }, R::Taken(claimed) => claimed;
+    /// Each chunk's recorded size, `None` where the store lacks it.
+    stored_sizes(chunks: Vec<String>) -> Vec<Option<u64>>
+        = C::StoredSizes { chunks }, R::Sizes(sizes) => sizes;
 }

@@ -54,6 +54,21 @@ pub trait BlobStore {
     /// Waits `ms` milliseconds.
     fn pause(&self, ms: u64) -> impl Future<Output = ()>;
 
+    /// Stores every `(key, value)` of a batch upload; a store that makes
+    /// many writes durable together (one folder fsync, not one per key)
+    /// overrides it. Each key is whole once this returns.
+    fn put_many(
+        &self,
+        values: Vec<(String, Vec<u8>)>,
+    ) -> impl Future<Output = Result<(), DomainError>> {
+        async move {
+            for (key, value) in &values {
+                self.put(key, value).await?;
+            }
+            Ok(())
+        }
+    }
+
     /// Removes every key of `keys`; missing keys are fine.
     fn delete_all(&self, keys: &[String]) -> impl Future<Output = Result<(), DomainError>> {
         async move {

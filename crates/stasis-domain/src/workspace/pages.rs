@@ -245,20 +245,50 @@ fn to_item(mut wire: ItemWire) -> Result<PageItem, String> {
     Ok(PageItem::MoreChunks { path, chunks })
 }
 
-/// Pages filling up with items.
+/// Pages filling up with items, cut where the entries say (content-defined)
+/// rather than where a page fills: a page is closed after an entry whose
+/// path hashes under a threshold once the page holds [`CUT_FILL`] of the
+/// bound, so an entry added, removed or resized moves the cuts of its own
+/// page only and a one-file edit re-sends about one page, not every page
+/// after it. A page reaching the bound is still closed there (rare: pages
+/// average about half the bound).
 struct PageBuilder {
     max: usize,
+    /// Bytes a page holds before an entry may end it.
+    min_fill: usize,
+    /// An entry of `n` bytes ends its page with odds `n / cut_span`.
+    cut_span: u64,
     current: Vec<u8>,
     done: Vec<EncodedPage>,
 }
+
+/// The share of the bound (1/`CUT_FILL`) a page holds before an entry may
+/// end it, and the mean extra bytes before one does.
+const CUT_FILL: usize = 4;
 
 impl PageBuilder {
     fn new(max: usize) -> Self {
         Self {
             max,
+            min_fill: max / CUT_FILL,
+            cut_span: u64::try_from(max / CUT_FILL).unwrap_or(u64::MAX).max(1),
             current: Vec::new(),
             done: Vec::new(),
         }
+    }
+
+    /// Whether the entry at `path`, `len` bytes, ends its page: decided by
+    /// the path's hash alone (and the page's fill), so it does not move
+    /// when an earlier entry changes.
+    fn cuts_after(&self, path: &EntryPath, len: usize) -> bool {
+        if self.current.len() < self.min_fill {
+            return false;
+        }
+        let digest = ContentHash::of(path.as_bytes());
+        let mut low = [0u8; 8];
+        low.copy_from_slice(&digest.as_raw()[..8]);
+        let draw = u64::from_le_bytes(low) % self.cut_span;
+        draw < u64::try_from(len).unwrap_or(u64::MAX)
     }
 
     /// Bytes an item may take in the current page: its `[` or `,` and the
@@ -275,6 +305,9 @@ impl PageBuilder {
         }
         if bytes.len() <= self.room() {
             self.push_item(&bytes);
+            if self.cuts_after(&entry.path, bytes.len()) {
+                self.close_page();
+            }
             return Ok(());
         }
         // Only a file's chunk list can outgrow a page: cut it into parts,

@@ -63,6 +63,61 @@ impl HostBlobs {
     }
 }
 
+/// Threads a batch upload's values are written on.
+const PUT_MANY_THREADS: usize = 4;
+
+/// Stages every value (on [`PUT_MANY_THREADS`] threads), then settles them
+/// together; on a failure none is put in place.
+fn put_many(
+    kv: &KvFolder,
+    bucket: &BucketHandle,
+    values: &[(String, Vec<u8>)],
+) -> Result<(), KvError> {
+    let per_thread = values.len().div_ceil(PUT_MANY_THREADS).max(1);
+    let groups: Vec<(Vec<super::batch::Staged>, Option<KvError>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = values
+            .chunks(per_thread)
+            .map(|group| {
+                scope.spawn(move || {
+                    let mut staged = Vec::new();
+                    for (key, value) in group {
+                        match kv.stage(bucket, key, value) {
+                            Ok(value) => staged.push(value),
+                            Err(err) => return (staged, Some(err)),
+                        }
+                    }
+                    (staged, None)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker.join().unwrap_or_else(|_| {
+                    let failed = KvError::Io {
+                        path: bucket.dir.clone(),
+                        source: std::io::Error::other("a staging thread panicked"),
+                    };
+                    (Vec::new(), Some(failed))
+                })
+            })
+            .collect()
+    });
+    let mut all = Vec::with_capacity(values.len());
+    let mut failure = None;
+    for (staged, err) in groups {
+        all.extend(staged);
+        if failure.is_none() {
+            failure = err;
+        }
+    }
+    if let Some(err) = failure {
+        all.into_iter().for_each(super::batch::Staged::discard);
+        return Err(err);
+    }
+    kv.settle(all)
+}
+
 fn kv_error(err: KvError) -> DomainError {
     DomainError::Storage(format!("KV folder: {err}"))
 }
@@ -115,6 +170,14 @@ impl BlobStore for HostBlobs {
 
     fn min_split_chunk_size(&self) -> u64 {
         SPLIT_CHUNK_SIZE
+    }
+
+    /// A batch upload's chunks: each written to a temporary file and
+    /// fsynced (on a few threads), then all renamed into place and their
+    /// folder fsynced once.
+    async fn put_many(&self, values: Vec<(String, Vec<u8>)>) -> Result<(), DomainError> {
+        self.blocking(move |kv, bucket| put_many(kv, bucket, &values))
+            .await
     }
 
     async fn delete_all(&self, keys: &[String]) -> Result<(), DomainError> {
