@@ -82,6 +82,12 @@ pub enum AgentEndpoint {
     WorkspaceChunk(String),
     /// `/workspace/manifest`
     WorkspaceManifest,
+    /// `/history`: the versions of one kind.
+    History,
+    /// `/history/pins`
+    HistoryPins,
+    /// `/history/pins/{pin}`
+    HistoryPin(String),
     /// `/export`
     Export,
     /// `/import`

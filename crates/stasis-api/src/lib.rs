@@ -32,6 +32,7 @@ pub mod error;
 mod events;
 pub mod export;
 mod fencing;
+mod history_http;
 pub mod idempotency;
 mod import;
 mod mayor_http;
