@@ -44,6 +44,8 @@ struct AgentCore {
     /// `ctx.storage`, for `transactionSync`.
     storage: JsValue,
     max_events: u64,
+    /// How long superseded versions are kept.
+    retention: stasis_domain::history::RetentionPolicy,
     /// Tails waiting for the next append.
     waiters: RefCell<Vec<oneshot::Sender<()>>>,
 }
@@ -63,6 +65,8 @@ impl DurableObject for AgentObject {
                 // 503 `not_configured` before it calls any object.
                 max_events: settings::storage(&env)
                     .map_or(limits::DEFAULT_MAX_EVENTS, |s| s.max_events_per_agent),
+                retention: settings::storage(&env)
+                    .map_or_else(|_| Default::default(), |s| s.history_retention),
                 waiters: RefCell::new(Vec::new()),
             }),
             env,
@@ -135,6 +139,7 @@ impl AgentCore {
         ObjectEnv {
             now_ms: settings::now_ms(),
             max_events: self.max_events,
+            retention: self.retention,
         }
     }
 

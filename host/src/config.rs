@@ -42,6 +42,8 @@ pub struct ServeConfig {
     /// A town's current container counts as alive this many seconds after
     /// its newest heartbeat.
     pub liveness_timeout_secs: u64,
+    /// How long superseded versions are kept.
+    pub history_retention: stasis_domain::history::RetentionPolicy,
     /// The keys tokens are signed and verified with; `None` serves
     /// loopback only, without auth.
     pub keys: Option<KeyRing>,
@@ -138,6 +140,7 @@ impl ServeConfig {
             workspace_limit: self.workspace_limit,
             snapshot_grace_ms: u64::try_from(self.snapshot_grace.as_millis()).unwrap_or(u64::MAX),
             liveness_timeout_secs: self.liveness_timeout_secs,
+            history_retention: self.history_retention,
         }
         .check()?;
         self.check_limits()

@@ -52,6 +52,17 @@ pub struct ServeArgs {
     /// session only while its container is alive, else it is redispatched.
     #[arg(long, env = "STASIS_LIVENESS_TIMEOUT_SECS", default_value_t = stasis_domain::town::DEFAULT_LIVENESS_TIMEOUT_MS / 1000)]
     liveness_timeout_secs: u64,
+    /// How long superseded kilo.db, workspace, checkpoint and memory
+    /// versions are kept: `KEEP_ALL[,BUCKET:UNTIL[,BUCKET:UNTIL]]` in ms
+    /// (everything for KEEP_ALL, then the last version of each BUCKET until
+    /// UNTIL old). The default keeps everything for 24 h, then the last of
+    /// each hour for 7 days, then of each day for 30 days.
+    #[arg(
+        long,
+        env = "STASIS_HISTORY_RETENTION",
+        default_value = "86400000,3600000:604800000,86400000:2592000000"
+    )]
+    history_retention: String,
     /// How log lines are written: `text` for people, `json` (one object
     /// a line) for a log pipeline.
     #[arg(long, env = "STASIS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -174,6 +185,7 @@ impl ServeArgs {
             snapshot_pending_ttl: self.snapshot_pending_ttl.into(),
             snapshot_grace: self.snapshot_grace.into(),
             liveness_timeout_secs: self.liveness_timeout_secs,
+            history_retention: stasis_api::settings::parse_retention(&self.history_retention)?,
             keys: config::load_keys(self.secret.sources())?,
             summariser: self.summariser.settings()?,
             server: ServerLimits {

@@ -47,6 +47,7 @@ fn objects(data: &std::path::Path) -> HostObjects {
         snapshot_pending_ttl: std::time::Duration::from_secs(3600),
         snapshot_grace: std::time::Duration::ZERO,
         liveness_timeout_secs: 60,
+        history_retention: Default::default(),
         keys: None,
         summariser: None,
         server: ServerLimits::default(),

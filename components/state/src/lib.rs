@@ -27,6 +27,7 @@ impl session::Guest for Session {
             let env = ObjectEnv {
                 now_ms: now,
                 max_events,
+                retention: Default::default(),
             };
             wire::encode(&wire::answer_agent(&ImportedSql, &request, &env)?)
         })

@@ -259,7 +259,7 @@ pub async fn session(
 pub async fn checkpoint(
     objects: &impl Objects,
     key: &AgentKey,
-    method: &Method,
+    (method, query): (&Method, &Query),
     body: &Bytes,
 ) -> Result<Response<Bytes>, ApiError> {
     match *method {
@@ -273,7 +273,14 @@ pub async fn checkpoint(
             Ok(no_content())
         }
         _ => {
-            let checkpoint = objects.agent(key, op::get_checkpoint()).await?;
+            let checkpoint = match query.u64("version")? {
+                Some(version) => {
+                    objects
+                        .agent(key, op::get_checkpoint_version(version))
+                        .await?
+                }
+                None => objects.agent(key, op::get_checkpoint()).await?,
+            };
             let document = checkpoint.document.into_bytes();
             Ok(reply::raw_json(StatusCode::OK, document))
         }
@@ -308,7 +315,7 @@ pub async fn memory_entry(
     objects: &impl Objects,
     key: &AgentKey,
     memory_key: &str,
-    method: &Method,
+    (method, query): (&Method, &Query),
     body: &Bytes,
 ) -> Result<Response<Bytes>, ApiError> {
     let memory_key = memory_key.to_owned();
@@ -321,7 +328,13 @@ pub async fn memory_entry(
             objects.agent(key, op::delete_memory(memory_key)).await?;
             return Ok(no_content());
         }
-        _ => objects.agent(key, op::get_memory(memory_key)).await?,
+        _ => match query.u64("version")? {
+            Some(version) => {
+                let read = op::get_memory_version(memory_key, version);
+                objects.agent(key, read).await?
+            }
+            None => objects.agent(key, op::get_memory(memory_key)).await?,
+        },
     };
     Ok(reply::json(StatusCode::OK, &MemoryView::from(entry)))
 }

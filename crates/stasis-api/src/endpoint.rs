@@ -86,6 +86,12 @@ pub enum AgentEndpoint {
     WorkspaceBatchUpload,
     /// `/workspace/batch/fetch`: many chunks in one framed reply.
     WorkspaceBatchFetch,
+    /// `/history`: the versions of one kind.
+    History,
+    /// `/history/pins`
+    HistoryPins,
+    /// `/history/pins/{pin}`
+    HistoryPin(String),
     /// `/export`
     Export,
     /// `/import`

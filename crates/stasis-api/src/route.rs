@@ -71,6 +71,7 @@ fn check_ids(endpoint: &Endpoint) -> Result<(), ApiError> {
             match endpoint {
                 AgentEndpoint::Session(id) => check("session", id),
                 AgentEndpoint::MemoryEntry(key) => check("memory key", key),
+                AgentEndpoint::HistoryPin(name) => check("pin", name),
                 AgentEndpoint::SnapshotChunk(chunk) | AgentEndpoint::WorkspaceChunk(chunk) => {
                     check_chunk_name(chunk)
                 }

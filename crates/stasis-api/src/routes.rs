@@ -5,7 +5,7 @@ use crate::{
     auth::{Caller, KeyRing},
     chunk_batch,
     error::ApiError,
-    events, export, import, mayor_http, query, reply,
+    events, export, history_http, import, mayor_http, query, reply,
     route::{AgentEndpoint, Endpoint, TownEndpoint},
     snapshot, snapshot_delta, sse, token_http, town_http, workspace_http,
 };
@@ -68,7 +68,11 @@ pub(crate) async fn body_buffered<O: Objects + Snapshots>(
                 snapshot::put(objects, &key, &headers, whole).await?
             }
             Method::DELETE => snapshot::delete(objects, &key).await?,
-            _ => return snapshot::get(objects, &key, &headers, method == Method::GET).await,
+            _ => {
+                let version = query.u64("version")?;
+                let with_bytes = method == Method::GET;
+                return snapshot::get(objects, &key, &headers, (with_bytes, version)).await;
+            }
         },
         Endpoint::RefreshToken => token_http::refresh(objects, keys, &caller, &body).await?,
         Endpoint::Agent(key, endpoint) => {
@@ -148,10 +152,12 @@ async fn agent_endpoint<O: Objects + Snapshots>(
         AgentEndpoint::Sessions => agent_http::sessions(objects, key).await,
         AgentEndpoint::Session(id) => agent_http::session(objects, key, &id, method, &body).await,
         AgentEndpoint::Conversation => agent_http::conversation(objects, key, query).await,
-        AgentEndpoint::Checkpoint => agent_http::checkpoint(objects, key, method, &body).await,
+        AgentEndpoint::Checkpoint => {
+            agent_http::checkpoint(objects, key, (method, query), &body).await
+        }
         AgentEndpoint::Memory => agent_http::memory_list(objects, key, query).await,
         AgentEndpoint::MemoryEntry(memory_key) => {
-            agent_http::memory_entry(objects, key, &memory_key, method, &body).await
+            agent_http::memory_entry(objects, key, &memory_key, (method, query), &body).await
         }
         AgentEndpoint::SnapshotMissing => snapshot_delta::missing(objects, key, &body).await,
         AgentEndpoint::SnapshotChunk(name) if *method == Method::PUT => {
@@ -162,7 +168,7 @@ async fn agent_endpoint<O: Objects + Snapshots>(
             snapshot_delta::put_manifest(objects, key, headers, &body).await
         }
         AgentEndpoint::SnapshotManifest => {
-            snapshot_delta::get_manifest(objects, key, headers).await
+            snapshot_delta::get_manifest(objects, key, headers, query.u64("version")?).await
         }
         AgentEndpoint::WorkspaceMissing => snapshot_delta::missing(objects, key, &body).await,
         AgentEndpoint::WorkspaceChunk(name) if *method == Method::PUT => {
@@ -173,7 +179,12 @@ async fn agent_endpoint<O: Objects + Snapshots>(
             workspace_http::put_manifest(objects, key, headers, &body).await
         }
         AgentEndpoint::WorkspaceManifest => {
-            workspace_http::get_manifest(objects, key, headers).await
+            workspace_http::get_manifest(objects, key, headers, query.u64("version")?).await
+        }
+        AgentEndpoint::History => history_http::list(objects, key, query).await,
+        AgentEndpoint::HistoryPins => history_http::pins(objects, key).await,
+        AgentEndpoint::HistoryPin(name) => {
+            history_http::pin(objects, key, &name, method, &body).await
         }
         AgentEndpoint::Workspace => workspace_http::delete(objects, key).await,
         AgentEndpoint::WorkspaceBatchUpload => chunk_batch::upload(objects, key, &body).await,

@@ -3,7 +3,7 @@
 //! value, the edge answers every request 503 `not_configured` naming it.
 //! Neither falls back or clamps silently.
 
-use stasis_domain::{chunk_store, limits, snapshot};
+use stasis_domain::{chunk_store, history::RetentionPolicy, limits, snapshot};
 use thiserror::Error;
 
 /// How much each agent keeps, and where its snapshots go.
@@ -25,6 +25,9 @@ pub struct StorageSettings {
     /// after its newest heartbeat (a Mayor message is delivered only to a
     /// live container); at least 1.
     pub liveness_timeout_secs: u64,
+    /// How long superseded kilo.db, workspace, checkpoint and memory
+    /// versions are kept (`stasis_domain::history`).
+    pub history_retention: RetentionPolicy,
 }
 
 impl StorageSettings {
@@ -53,6 +56,14 @@ pub enum SettingsError {
     /// A container that is never alive.
     #[error("{LIVENESS} ({LIVENESS_FLAG}) must be at least 1")]
     ZeroLiveness,
+    /// A retention policy that does not read.
+    #[error("{HISTORY} ({HISTORY_FLAG}) {reason}; got {value:?}")]
+    BadHistoryRetention {
+        /// What was given.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// An inline limit no Durable Object row can hold.
     #[error(
         "{INLINE} ({INLINE_FLAG}) may be at most {max} bytes (a Durable Object row holds at \
@@ -77,6 +88,8 @@ const GRACE: &str = "STASIS_SNAPSHOT_GRACE_MS";
 const GRACE_FLAG: &str = "--snapshot-grace";
 const LIVENESS: &str = "STASIS_LIVENESS_TIMEOUT_SECS";
 const LIVENESS_FLAG: &str = "--liveness-timeout-secs";
+const HISTORY: &str = "STASIS_HISTORY_RETENTION";
+const HISTORY_FLAG: &str = "--history-retention";
 
 impl Default for StorageSettings {
     fn default() -> Self {
@@ -87,6 +100,7 @@ impl Default for StorageSettings {
             workspace_limit: stasis_domain::workspace::DEFAULT_WORKSPACE_LIMIT,
             snapshot_grace_ms: chunk_store::DEFAULT_CHUNK_GRACE_MS.unsigned_abs(),
             liveness_timeout_secs: stasis_domain::town::DEFAULT_LIVENESS_TIMEOUT_MS / 1000,
+            history_retention: RetentionPolicy::default(),
         }
     }
 }
@@ -114,6 +128,10 @@ impl StorageSettings {
             )?,
             snapshot_grace_ms: number(GRACE, GRACE_FLAG, defaults.snapshot_grace_ms)?,
             liveness_timeout_secs: number(LIVENESS, LIVENESS_FLAG, defaults.liveness_timeout_secs)?,
+            history_retention: match var(HISTORY) {
+                None => defaults.history_retention,
+                Some(value) => parse_retention(&value)?,
+            },
         };
         settings.check()?;
         Ok(settings)
@@ -134,6 +152,15 @@ impl StorageSettings {
         }
         Ok(())
     }
+}
+
+/// Reads a retention policy (`KEEP_ALL[,BUCKET:UNTIL[,BUCKET:UNTIL]]`, in
+/// ms), as the host's flag and the edge's var give it.
+pub fn parse_retention(value: &str) -> Result<RetentionPolicy, SettingsError> {
+    RetentionPolicy::parse(value).map_err(|reason| SettingsError::BadHistoryRetention {
+        value: value.to_owned(),
+        reason: format!("must be KEEP_ALL[,BUCKET:UNTIL[,BUCKET:UNTIL]] in ms: {reason}"),
+    })
 }
 
 #[cfg(test)]
@@ -177,6 +204,13 @@ mod tests {
             read(&[(INLINE, &above.to_string())]),
             Err(SettingsError::InlineAboveCap { given: above })
         );
+        let short = read(&[(HISTORY, "30000")]).map(|s| s.history_retention.keep_all_ms);
+        assert_eq!(short, Ok(30_000));
+        let bad = read(&[(HISTORY, "1d")]);
+        assert!(matches!(
+            bad,
+            Err(SettingsError::BadHistoryRetention { .. })
+        ));
         let refused = read(&[(SNAPSHOT_LIMIT, "1 GiB")]);
         assert!(matches!(refused, Err(SettingsError::NotANumber { .. })));
         let message = read(&[(RETENTION, "-1")]).map_err(|e| e.to_string());

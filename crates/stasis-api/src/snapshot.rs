@@ -121,11 +121,15 @@ pub async fn get<O: Snapshots>(
     objects: &O,
     key: &AgentKey,
     headers: &HeaderMap,
-    with_bytes: bool,
+    (with_bytes, version): (bool, Option<u64>),
 ) -> Result<Reply, ApiError> {
     let object = objects.snapshot_object(key);
+    let plan = async |with_inline| match version {
+        Some(version) => chunk_saga::plan_version(&object, with_inline, version).await,
+        None => chunk_saga::plan(&object, with_inline).await,
+    };
     if let Some(wanted) = etag_list(headers, header::IF_NONE_MATCH)?
-        && let Some(plan) = chunk_saga::plan(&object, false).await?
+        && let Some(plan) = plan(false).await?
         && wanted.holds(Some(&plan.meta))
     {
         let mut response = Response::new(Bytes::new());
@@ -133,7 +137,7 @@ pub async fn get<O: Snapshots>(
         describe(response.headers_mut(), &plan.meta);
         return Ok(Reply::Full(response));
     }
-    let plan = chunk_saga::plan(&object, with_bytes)
+    let plan = plan(with_bytes)
         .await
         .map_err(corrupt_or_other)?
         .ok_or_else(not_found)?;

@@ -244,10 +244,14 @@ pub async fn get_manifest(
     objects: &impl Snapshots,
     key: &AgentKey,
     headers: &HeaderMap,
+    version: Option<u64>,
 ) -> Result<Response<Bytes>, ApiError> {
-    let plan = chunk_saga::plan(&objects.snapshot_object(key), false)
-        .await?
-        .ok_or_else(not_found)?;
+    let object = objects.snapshot_object(key);
+    let plan = match version {
+        Some(version) => chunk_saga::plan_version(&object, false, version).await?,
+        None => chunk_saga::plan(&object, false).await?,
+    };
+    let plan = plan.ok_or_else(not_found)?;
     if let Some(wanted) = etag_list(headers, header::IF_NONE_MATCH)?
         && wanted.holds(Some(&plan.meta))
     {

@@ -262,10 +262,18 @@ pub async fn get_manifest(
     objects: &impl Snapshots,
     key: &AgentKey,
     headers: &HeaderMap,
+    version: Option<u64>,
 ) -> Result<Response<Bytes>, ApiError> {
-    let current = current(objects, key)
-        .await?
-        .ok_or_else(|| ApiError::from(workspace_store::not_found()))?;
+    let current = match version {
+        Some(version) => {
+            objects
+                .agent(key, agent_op::workspace(op::version(version)))
+                .await?
+        }
+        None => current(objects, key)
+            .await?
+            .ok_or_else(|| ApiError::from(workspace_store::not_found()))?,
+    };
     if let Some(wanted) = if_none_match(headers)?
         && wanted.is_none_or(|roots| roots.contains(&current.head.root_hash))
     {

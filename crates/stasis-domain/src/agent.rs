@@ -10,6 +10,7 @@ use crate::{
     DomainError,
     agent_state::{self, StateCall, StateReply},
     conversation::{Budget, PriorConversation, Recalled, StoredSummary, SummaryKey},
+    history::{self, HistoryCall, HistoryReply},
     recall::{self, DispatchContext},
     snapshot::{self, SnapshotCall, SnapshotReply},
     sql::SqlStore,
@@ -35,6 +36,8 @@ pub enum AgentCall {
     State(StateCall),
     /// A step of a workspace operation.
     Workspace(WorkspaceCall),
+    /// Versions kept and pins.
+    History(HistoryCall),
     /// The conversation rebuilt from the log.
     Conversation {
         /// Turns and tokens to keep.
@@ -81,6 +84,8 @@ pub enum AgentReply {
     State(StateReply),
     /// The answer to a workspace step.
     Workspace(WorkspaceReply),
+    /// The answer to a history call.
+    History(HistoryReply),
     /// A rebuilt conversation.
     Conversation(PriorConversation),
     /// A conversation with summaries wanted, and the summariser's work.
@@ -96,6 +101,7 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
     event_log::migrate(store)?;
     snapshot::migrate(store)?;
     workspace_store::migrate(store)?;
+    history::migrate(store)?;
     agent_state::migrate(store)?;
     crate::fence::migrate(store)?;
     Ok(())
@@ -153,6 +159,7 @@ pub fn execute(
         AgentCall::Workspace(call) => {
             AgentReply::Workspace(workspace_store::execute(store, call, env)?)
         }
+        AgentCall::History(call) => AgentReply::History(history::execute(store, call, env.now_ms)?),
         AgentCall::Conversation { budget, session_id } => {
             AgentReply::Conversation(recall::conversation(store, budget, session_id.as_deref())?)
         }
@@ -180,6 +187,7 @@ pub fn is_write(call: &AgentCall) -> bool {
         AgentCall::Snapshot(call) => snapshot::is_write(call),
         AgentCall::State(call) => agent_state::is_write(call),
         AgentCall::Workspace(call) => workspace_store::is_write(call),
+        AgentCall::History(call) => history::is_write(call),
     }
 }
 

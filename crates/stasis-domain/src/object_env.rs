@@ -2,6 +2,7 @@
 //! and its settings. The agent's calls, its state, its snapshots and its
 //! imports all read it, so it lives apart from each of them.
 
+use crate::history::RetentionPolicy;
 use serde::{Deserialize, Serialize};
 
 /// What the runtime supplies to every call: the clock and its settings.
@@ -11,4 +12,7 @@ pub struct ObjectEnv {
     pub now_ms: i64,
     /// Retention: events kept per agent.
     pub max_events: u64,
+    /// How long superseded versions are kept (`crate::history`).
+    #[serde(default)]
+    pub retention: RetentionPolicy,
 }

@@ -14,6 +14,7 @@ use crate::{
     DomainError,
     agent::{self, AgentCall, AgentReply, ObjectEnv},
     fence::Fence,
+    history::RetentionPolicy,
     sql::SqlStore,
     town::{self, TownCall, TownEnv, TownReply},
 };
@@ -27,6 +28,11 @@ pub struct Request<C> {
     /// Set for a container token's write that the object checks itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fence: Option<Fence>,
+    /// The runtime's retention policy of versions, when the object's side
+    /// does not know it itself (the host's `state` component); it replaces
+    /// the one in the object's environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<RetentionPolicy>,
 }
 
 /// Encodes a call (with the fence the object checks, if any).
@@ -41,6 +47,26 @@ pub fn encode_request<C: Serialize>(
         fence: Option<&'a Fence>,
     }
     encode(&Borrowed { call, fence })
+}
+
+/// Encodes an agent call that carries the runtime's retention policy.
+pub fn encode_agent_request(
+    call: &AgentCall,
+    fence: Option<&Fence>,
+    retention: &RetentionPolicy,
+) -> Result<String, DomainError> {
+    #[derive(Serialize)]
+    struct Borrowed<'a> {
+        call: &'a AgentCall,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fence: Option<&'a Fence>,
+        retention: &'a RetentionPolicy,
+    }
+    encode(&Borrowed {
+        call,
+        fence,
+        retention,
+    })
 }
 
 /// Encodes a reply, or any other value that crosses with the calls.
@@ -64,7 +90,11 @@ pub fn answer_agent(
     env: &ObjectEnv,
 ) -> Result<AgentReply, DomainError> {
     let request: Request<AgentCall> = decode(request)?;
-    agent::execute_fenced(store, &request.call, env, request.fence.as_ref())
+    let env = ObjectEnv {
+        retention: request.retention.unwrap_or(env.retention),
+        ..*env
+    };
+    agent::execute_fenced(store, &request.call, &env, request.fence.as_ref())
 }
 
 /// The town object's side: decodes a request, runs it on `store` (its

@@ -30,6 +30,7 @@ impl Agent {
         let env = ObjectEnv {
             now_ms: 1_700_000_000_000,
             max_events: 100,
+            retention: Default::default(),
         };
         self.store.run("BEGIN", Vec::new()).expect("begin");
         let reply = agent::execute_fenced(&self.store, &call, &env, fence);

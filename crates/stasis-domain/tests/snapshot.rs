@@ -51,6 +51,7 @@ impl Agent {
             env: ObjectEnv {
                 now_ms,
                 max_events: 10_000,
+                retention: Default::default(),
             },
         }
     }

@@ -189,6 +189,9 @@ fn a_collected_chunk_uploaded_again_is_stored_at_once_and_a_dead_collection_bloc
     let env = stasis_domain::agent::ObjectEnv {
         now_ms: later,
         max_events: 10_000,
+        // Superseded versions go at once: these tests check collection
+        // (history has tests of its own).
+        retention: stasis_domain::history::RetentionPolicy::KEEP_NONE,
     };
     let taken = snapshot::execute(&store, &take, &env).expect("taken");
     let claim = chunk_store::claims::Taken {

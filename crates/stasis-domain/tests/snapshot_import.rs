@@ -50,6 +50,7 @@ fn env(now_ms: i64) -> ObjectEnv {
     ObjectEnv {
         now_ms,
         max_events: 10_000,
+        retention: Default::default(),
     }
 }
 

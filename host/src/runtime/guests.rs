@@ -129,7 +129,7 @@ fn session_agent(
     call: &AgentCall,
     env: &ObjectEnv,
 ) -> Result<AgentReply, DomainError> {
-    let request = wire::encode_request(call, None)?;
+    let request = wire::encode_agent_request(call, None, &env.retention)?;
     let reply = guest
         .stasis_objects_session()
         .call_call(&mut *store, &request, env.now_ms, env.max_events)

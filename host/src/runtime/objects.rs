@@ -51,6 +51,8 @@ struct Inner {
     /// still runs, so every claim made before is abandoned.
     started_at_ms: i64,
     liveness_timeout_ms: u64,
+    /// How long superseded versions are kept.
+    history_retention: stasis_domain::history::RetentionPolicy,
     /// The summariser of omitted turns, if one is configured.
     summariser: Option<SummariserSettings>,
     kv: Arc<KvFolder>,
@@ -80,6 +82,7 @@ impl HostObjects {
                     .unwrap_or(i64::MAX),
                 started_at_ms: wall_clock_ms(),
                 liveness_timeout_ms: config.liveness_timeout_secs.saturating_mul(1000),
+                history_retention: config.history_retention,
                 summariser: config.summariser.clone(),
                 kv: Arc::new(kv),
                 open: OpenObjects::new(config.objects.clone()),
@@ -139,6 +142,7 @@ impl HostObjects {
         ObjectEnv {
             now_ms: self.now_ms(),
             max_events: self.inner.max_events,
+            retention: self.inner.history_retention,
         }
     }
 

@@ -89,6 +89,9 @@ impl Server {
             // Superseded chunks go at once, so that tests see collections
             // finish (a reader's grace has tests of its own).
             .env("STASIS_SNAPSHOT_GRACE", "0s")
+            // No history kept past the write that supersedes a version, for
+            // the same reason (history has tests of its own).
+            .env("STASIS_HISTORY_RETENTION", "0")
             .env(
                 "STASIS_LOG",
                 options.log_filter.as_deref().unwrap_or("warn"),

@@ -95,6 +95,12 @@ fn every_documented_route_is_described_with_its_methods() {
         (format!("{agent}/workspace/manifest"), &["get", "put"]),
         (format!("{agent}/workspace/batch/upload"), &["post"]),
         (format!("{agent}/workspace/batch/fetch"), &["post"]),
+        (format!("{agent}/history"), &["get"]),
+        (format!("{agent}/history/pins"), &["get"]),
+        (
+            format!("{agent}/history/pins/{{pin}}"),
+            &["get", "put", "delete"],
+        ),
     ];
     let document = document();
     for (path, methods) in expected {

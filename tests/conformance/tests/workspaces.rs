@@ -2,9 +2,9 @@
 //! chunks and pages comes back byte for byte with its root hash; a commit
 //! naming a page or chunk the store lacks is a 409 listing them; `If-Match`
 //! and `If-None-Match` guard the current version; bad manifests are 400,
-//! trees past the limit 413; none of these changes anything. Chunks only a
-//! superseded or deleted version named are collected; deleting the agent
-//! removes its workspace.
+//! trees past the limit 413; none of these changes anything. A superseded
+//! version is kept as history; chunks only a deleted version named are
+//! collected; deleting the agent removes its workspace.
 #![allow(
     clippy::panic,
     clippy::expect_used,
@@ -283,7 +283,7 @@ fn bad_manifests_are_400_and_trees_past_the_limit_413() {
 }
 
 #[test]
-fn chunks_only_a_superseded_or_deleted_version_named_are_collected() {
+fn a_superseded_version_is_kept_and_only_a_deleted_ones_chunks_are_collected() {
     let agent = WorkspaceAgent::fresh("ws-collect");
     let old_tree = small_tree(10);
     let old = first_push(&agent, &old_tree);
@@ -292,35 +292,33 @@ fn chunks_only_a_superseded_or_deleted_version_named_are_collected() {
     let reply = agent.push(&new_tree, &new, &[("If-Match", &old.etag())]);
     assert_eq!(reply.status, 201, "{}", reply.text());
     let shared = ContentHash::of(b"the same in every small tree\n").to_hex();
-    let mut gone: Vec<String> = old_tree.chunks.keys().map(ContentHash::to_hex).collect();
+    let mut kept: Vec<String> = old_tree.chunks.keys().map(ContentHash::to_hex).collect();
+    kept.extend(old.page_names());
+    // The superseded version is kept as history: its chunks stay (their
+    // collection once retention drops it: tests/history.rs).
+    for name in &kept {
+        assert_eq!(agent.get_chunk(name).status, 200, "{name} stays");
+    }
+    agent.pull();
+    assert_eq!(call("DELETE", &agent.path("")).send().status, 204);
+    assert_error(&agent.head(), 404, "workspace_not_found");
+    // The deleted version is not kept: the chunks only it named go.
+    let mut gone: Vec<String> = new_tree.chunks.keys().map(ContentHash::to_hex).collect();
     gone.retain(|name| *name != shared);
-    gone.extend(old.page_names());
+    gone.extend(new.page_names());
     // Read-only polling: `missing` would keep the chunks it finds.
-    let all_gone = |names: &[String]| {
-        let left: Vec<&String> = names
+    eventually("the deleted version's chunks collected", || {
+        let left: Vec<&String> = gone
             .iter()
             .filter(|n| agent.get_chunk(n).status != 404)
             .collect();
         left.is_empty()
             .then_some(())
             .ok_or_else(|| format!("still served: {left:?}"))
-    };
-    eventually("the superseded version's chunks collected", || {
-        all_gone(&gone)
     });
-    assert_eq!(
-        agent.get_chunk(&shared).status,
-        200,
-        "a chunk still named stays"
-    );
-    agent.pull();
-    assert_eq!(call("DELETE", &agent.path("")).send().status, 204);
-    assert_error(&agent.head(), 404, "workspace_not_found");
-    let mut named: Vec<String> = new_tree.chunks.keys().map(ContentHash::to_hex).collect();
-    named.extend(new.page_names());
-    eventually("the deleted version's chunks collected", || {
-        all_gone(&named)
-    });
+    for name in &kept {
+        assert_eq!(agent.get_chunk(name).status, 200, "{name} is still named");
+    }
     assert_error(
         &call("DELETE", &agent.path("")).send(),
         404,

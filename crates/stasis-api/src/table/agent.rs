@@ -53,6 +53,23 @@ pub(super) const fn read(
     }
 }
 
+/// A read that takes `version` (a kept version instead of the current).
+const fn read_version(
+    summary: &'static str,
+    replies: &'static [Answer],
+    errors: &'static [(u16, &'static [&'static str])],
+) -> Operation {
+    Operation {
+        method: Method::GET,
+        summary,
+        request: Body::Empty,
+        query: &[super::VERSION],
+        headers: &[],
+        replies,
+        errors,
+    }
+}
+
 /// A `DELETE` answering 204 (its 404s in `errors`).
 pub(super) const fn delete(
     summary: &'static str,
@@ -235,10 +252,10 @@ pub(super) static ROUTES: &[Route] = &[
         public: false,
         endpoint: |p| agent(p, AgentEndpoint::Checkpoint),
         operations: &[
-            read(
+            read_version(
                 "The checkpoint document, exactly as stored.",
                 &[json(200, "The document.", ANY_JSON)],
-                &[(404, &["checkpoint_not_found"])],
+                &[(404, &["checkpoint_not_found", "version_not_found"])],
             ),
             Operation {
                 method: Method::PUT,
@@ -289,10 +306,10 @@ pub(super) static ROUTES: &[Route] = &[
         public: false,
         endpoint: |p| agent(p, AgentEndpoint::MemoryEntry(p.get("key"))),
         operations: &[
-            read(
+            read_version(
                 "One memory entry.",
                 &[json(200, "The entry.", MEMORY_VIEW)],
-                &[(404, &["memory_not_found"])],
+                &[(404, &["memory_not_found", "version_not_found"])],
             ),
             Operation {
                 method: Method::PUT,

@@ -9,6 +9,7 @@
 
 mod agent;
 mod errors;
+mod history;
 mod operator;
 pub mod schemas;
 mod snapshot;
@@ -95,6 +96,13 @@ pub struct Header {
     pub description: &'static str,
 }
 
+/// The `version` query parameter of the routes that read a kept version.
+const VERSION: (&str, &str) = (
+    "version",
+    "A version (see `/history`) instead of the current one: 404 `version_not_found` when \
+     the agent does not keep it.",
+);
+
 /// Every route.
 pub fn routes() -> impl Iterator<Item = &'static Route> {
     town::ROUTES
@@ -102,6 +110,7 @@ pub fn routes() -> impl Iterator<Item = &'static Route> {
         .chain(agent::ROUTES)
         .chain(snapshot::ROUTES)
         .chain(workspace::ROUTES)
+        .chain(history::ROUTES)
         .chain(operator::ROUTES)
 }
 

@@ -93,7 +93,7 @@ pub(super) static ROUTES: &[Route] = &[
                 method: Method::GET,
                 summary: "The snapshot's bytes, verified as they are sent.",
                 request: Body::Empty,
-                query: &[],
+                query: &[super::VERSION],
                 headers: &[IF_NONE_MATCH],
                 replies: &[
                     Answer {
@@ -105,7 +105,7 @@ pub(super) static ROUTES: &[Route] = &[
                     NOT_MODIFIED,
                 ],
                 errors: &[
-                    (404, &["snapshot_not_found"]),
+                    (404, &["snapshot_not_found", "version_not_found"]),
                     (500, &["snapshot_corrupt"]),
                     (503, &["snapshot_propagating"]),
                 ],
@@ -203,7 +203,7 @@ pub(super) static ROUTES: &[Route] = &[
                 method: Method::GET,
                 summary: "The current snapshot as a manifest of chunks.",
                 request: Body::Empty,
-                query: &[],
+                query: &[super::VERSION],
                 headers: &[IF_NONE_MATCH],
                 replies: &[
                     Answer {
@@ -214,7 +214,7 @@ pub(super) static ROUTES: &[Route] = &[
                     },
                     NOT_MODIFIED,
                 ],
-                errors: &[(404, &["snapshot_not_found"])],
+                errors: &[(404, &["snapshot_not_found", "version_not_found"])],
             },
             Operation {
                 method: Method::PUT,

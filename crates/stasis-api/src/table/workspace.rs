@@ -159,7 +159,7 @@ pub(super) static ROUTES: &[Route] = &[
                 method: Method::GET,
                 summary: "The current workspace version's manifest head (its pages are chunks).",
                 request: Body::Empty,
-                query: &[],
+                query: &[super::VERSION],
                 headers: &[(
                     "If-None-Match",
                     "`\"<root_hash>\"` or `*`: 304 when it matches.",
@@ -178,7 +178,7 @@ pub(super) static ROUTES: &[Route] = &[
                         headers: TAGGED,
                     },
                 ],
-                errors: &[(404, &["workspace_not_found"])],
+                errors: &[(404, &["workspace_not_found", "version_not_found"])],
             },
             Operation {
                 method: Method::PUT,

@@ -57,6 +57,12 @@ pub enum StateCall {
     },
     /// Read the checkpoint. Answers [`StateReply::Checkpoint`].
     GetCheckpoint,
+    /// Read a version of the checkpoint (current or kept). Answers
+    /// [`StateReply::Checkpoint`].
+    GetCheckpointVersion {
+        /// Its number.
+        version: u64,
+    },
     /// Remove the checkpoint. Answers [`StateReply::Deleted`].
     DeleteCheckpoint,
     /// Write a memory entry. Answers [`StateReply::Memory`].
@@ -70,6 +76,14 @@ pub enum StateCall {
     GetMemory {
         /// An id.
         key: String,
+    },
+    /// Read a version of a memory entry (current or kept). Answers
+    /// [`StateReply::Memory`].
+    GetMemoryVersion {
+        /// An id.
+        key: String,
+        /// Its number.
+        version: u64,
     },
     /// Remove a memory entry. Answers [`StateReply::Deleted`].
     DeleteMemory {
@@ -173,19 +187,25 @@ pub fn execute(
         }
         StateCall::ListSessions => StateReply::Sessions(sessions::list(store)?),
         StateCall::PutCheckpoint { document } => {
-            StateReply::CheckpointStored(checkpoint::put(store, document, now)?)
+            StateReply::CheckpointStored(checkpoint::put(store, document, env)?)
         }
         StateCall::GetCheckpoint => StateReply::Checkpoint(checkpoint::get(store)?),
+        StateCall::GetCheckpointVersion { version } => {
+            StateReply::Checkpoint(checkpoint::get_version(store, *version)?)
+        }
         StateCall::DeleteCheckpoint => {
-            checkpoint::delete(store)?;
+            checkpoint::delete(store, env)?;
             StateReply::Deleted
         }
         StateCall::PutMemory { key, value } => {
-            StateReply::Memory(memory::put(store, key, value, now)?)
+            StateReply::Memory(memory::put(store, key, value, env)?)
         }
         StateCall::GetMemory { key } => StateReply::Memory(memory::get(store, key)?),
+        StateCall::GetMemoryVersion { key, version } => {
+            StateReply::Memory(memory::get_version(store, key, *version)?)
+        }
         StateCall::DeleteMemory { key } => {
-            memory::delete(store, key)?;
+            memory::delete(store, key, env)?;
             StateReply::Deleted
         }
         StateCall::ListMemory {
@@ -217,7 +237,9 @@ pub fn is_write(call: &StateCall) -> bool {
             | StateCall::GetSession { .. }
             | StateCall::ListSessions
             | StateCall::GetCheckpoint
+            | StateCall::GetCheckpointVersion { .. }
             | StateCall::GetMemory { .. }
+            | StateCall::GetMemoryVersion { .. }
             | StateCall::ListMemory { .. }
             | StateCall::ExportHead
             | StateCall::ExportSessions { .. }

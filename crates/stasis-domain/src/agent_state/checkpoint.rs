@@ -11,7 +11,10 @@
 
 use super::{MAX_DOCUMENT_BYTES, checks};
 use crate::{
-    DomainError, Refusal, params,
+    DomainError, Refusal,
+    history::{self, Kind, documents},
+    object_env::ObjectEnv,
+    params,
     sql::{RowExt, SqlStore},
 };
 use serde::{Deserialize, Serialize};
@@ -37,15 +40,17 @@ pub struct CheckpointStored {
     pub updated_at: i64,
 }
 
-/// Stores `document`, replacing any earlier checkpoint. Over
-/// [`MAX_DOCUMENT_BYTES`] → 413 `checkpoint_too_large`.
+/// Stores `document`, replacing any earlier checkpoint, which is kept as
+/// history. Over [`MAX_DOCUMENT_BYTES`] → 413 `checkpoint_too_large`.
 pub fn put(
     store: &impl SqlStore,
     document: &str,
-    now_ms: i64,
+    env: &ObjectEnv,
 ) -> Result<CheckpointStored, DomainError> {
+    let now_ms = env.now_ms;
     checks::json_text(document, MAX_DOCUMENT_BYTES)
         .map_err(|b| b.for_call("the checkpoint", "checkpoint_too_large"))?;
+    keep_previous(store, false, env)?;
     write(store, document, now_ms)?;
     Ok(CheckpointStored {
         size: checks::byte_len(document),
@@ -91,13 +96,41 @@ pub fn exists(store: &impl SqlStore) -> Result<bool, DomainError> {
     Ok(row.map(|row| row.int(0)).transpose()?.unwrap_or(0) != 0)
 }
 
-/// Removes the checkpoint; `checkpoint_not_found` when there is none.
-pub fn delete(store: &impl SqlStore) -> Result<(), DomainError> {
+/// Removes the checkpoint (kept as history, the deletion a version of
+/// its own); `checkpoint_not_found` when there is none.
+pub fn delete(store: &impl SqlStore, env: &ObjectEnv) -> Result<(), DomainError> {
     if !exists(store)? {
         return Err(not_found());
     }
+    keep_previous(store, true, env)?;
     store.run("DELETE FROM checkpoint WHERE id = 1", Vec::new())?;
     Ok(())
+}
+
+/// Keeps the checkpoint a write replaces as history.
+fn keep_previous(store: &impl SqlStore, deletes: bool, env: &ObjectEnv) -> Result<(), DomainError> {
+    let previous = load(store)?;
+    let previous = previous
+        .as_ref()
+        .map(|p| (p.document.as_str(), p.updated_at));
+    let now = (env.now_ms, &env.retention);
+    documents::write(store, (Kind::Checkpoint, ""), previous, deletes, now).map(drop)
+}
+
+/// Version `version` of the checkpoint: the current one or a kept one
+/// (404 `version_not_found`; a deletion is 404 `checkpoint_not_found`).
+pub fn get_version(store: &impl SqlStore, version: u64) -> Result<Checkpoint, DomainError> {
+    let current = history::versions::current(store, Kind::Checkpoint, "")?;
+    if current.is_some_and(|c| c.version == version && !c.deleted) {
+        return get(store);
+    }
+    let (document, updated_at) =
+        documents::read(store, (Kind::Checkpoint, ""), version)?.ok_or_else(not_found)?;
+    Ok(Checkpoint {
+        size: checks::byte_len(&document),
+        document,
+        updated_at,
+    })
 }
 
 fn not_found() -> DomainError {

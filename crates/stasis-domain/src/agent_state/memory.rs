@@ -2,7 +2,11 @@
 
 use super::{MAX_DOCUMENT_BYTES, checks};
 use crate::{
-    DomainError, Refusal, ids, params,
+    DomainError, Refusal,
+    history::{self, Kind, documents},
+    ids,
+    object_env::ObjectEnv,
+    params,
     sql::{Row, RowExt, SqlStore, SqlValue},
 };
 use serde::{Deserialize, Serialize};
@@ -29,11 +33,13 @@ pub fn put(
     store: &impl SqlStore,
     key: &str,
     value: &str,
-    now_ms: i64,
+    env: &ObjectEnv,
 ) -> Result<MemoryEntry, DomainError> {
+    let now_ms = env.now_ms;
     ids::check_id("memory key", key)?;
     checks::json_text(value, MAX_DOCUMENT_BYTES)
         .map_err(|b| b.for_call("the memory value", "memory_value_too_large"))?;
+    keep_previous(store, key, false, env)?;
     let entry = MemoryEntry {
         key: key.to_owned(),
         value: value.to_owned(),
@@ -70,15 +76,51 @@ pub fn find(store: &impl SqlStore, key: &str) -> Result<Option<MemoryEntry>, Dom
         .transpose()
 }
 
-/// Removes the entry under `key`; `memory_not_found` when there is none.
-pub fn delete(store: &impl SqlStore, key: &str) -> Result<(), DomainError> {
+/// Removes the entry under `key` (kept as history, the deletion a version
+/// of its own); `memory_not_found` when there is none.
+pub fn delete(store: &impl SqlStore, key: &str, env: &ObjectEnv) -> Result<(), DomainError> {
     ids::check_id("memory key", key)?;
     let found = store.first_row("SELECT 1 FROM memory WHERE key = ?1", params![key])?;
     if found.is_none() {
         return Err(not_found(key));
     }
+    keep_previous(store, key, true, env)?;
     store.run("DELETE FROM memory WHERE key = ?1", params![key])?;
     Ok(())
+}
+
+/// Keeps the value a write of `key` replaces as history.
+fn keep_previous(
+    store: &impl SqlStore,
+    key: &str,
+    deletes: bool,
+    env: &ObjectEnv,
+) -> Result<(), DomainError> {
+    let previous = find(store, key)?;
+    let previous = previous.as_ref().map(|p| (p.value.as_str(), p.updated_at));
+    let now = (env.now_ms, &env.retention);
+    documents::write(store, (Kind::Memory, key), previous, deletes, now).map(drop)
+}
+
+/// Version `version` of `key`: the current one or a kept one (404
+/// `version_not_found`; a deletion is 404 `memory_not_found`).
+pub fn get_version(
+    store: &impl SqlStore,
+    key: &str,
+    version: u64,
+) -> Result<MemoryEntry, DomainError> {
+    ids::check_id("memory key", key)?;
+    let current = history::versions::current(store, Kind::Memory, key)?;
+    if current.is_some_and(|c| c.version == version && !c.deleted) {
+        return get(store, key);
+    }
+    let (value, updated_at) =
+        documents::read(store, (Kind::Memory, key), version)?.ok_or_else(|| not_found(key))?;
+    Ok(MemoryEntry {
+        key: key.to_owned(),
+        value,
+        updated_at,
+    })
 }
 
 /// Entries sorted by key: those whose key starts with `prefix`, whose

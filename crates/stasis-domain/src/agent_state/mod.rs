@@ -70,5 +70,7 @@ pub fn migrate(store: &impl crate::sql::SqlStore) -> Result<(), crate::DomainErr
     schema::migrate(store)?;
     // Destroy, import and a deleted session empty the summary cache.
     crate::summary_cache::migrate(store)?;
+    // Checkpoint and memory writes keep what they replace.
+    crate::history::migrate(store)?;
     staging::migrate(store)
 }

@@ -200,6 +200,9 @@ pub(super) fn wipe(store: &impl SqlStore) -> Result<(), DomainError> {
     ] {
         store.run(statement, Vec::new())?;
     }
+    // The versions' rows and pins go; each owner's manifests go with its
+    // own wipe (destroy) or `drop_all` (import).
+    crate::history::wipe(store)?;
     // Summaries of the old log would describe turns that are gone.
     crate::summary_cache::clear(store)
 }

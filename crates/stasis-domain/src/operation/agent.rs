@@ -10,6 +10,7 @@ use crate::{
     },
     conversation::{Budget, PriorConversation, Recalled, StoredSummary, SummaryKey},
     event_log::{AppendBatch, AppendOutcome, ReadPage, ReadQuery},
+    history::{HistoryCall as H, HistoryPage, HistoryReply as HR, Kind, Pin},
     recall::DispatchContext,
     snapshot::{SnapshotCall, SnapshotReply, operations::SnapshotOperation},
     typed_operation::{Operation, operations},
@@ -110,6 +111,9 @@ operations! {
     /// The checkpoint.
     get_checkpoint() -> Checkpoint
         = C::State(S::GetCheckpoint), A::State(SR::Checkpoint(checkpoint)) => checkpoint;
+    /// A version of the checkpoint.
+    get_checkpoint_version(version: u64) -> Checkpoint
+        = C::State(S::GetCheckpointVersion { version }), A::State(SR::Checkpoint(checkpoint)) => checkpoint;
     /// Removes the checkpoint.
     delete_checkpoint() -> ()
         = C::State(S::DeleteCheckpoint), A::State(SR::Deleted) => ();
@@ -119,6 +123,24 @@ operations! {
     /// A memory entry.
     get_memory(key: String) -> MemoryEntry
         = C::State(S::GetMemory { key }), A::State(SR::Memory(entry)) => entry;
+    /// A version of a memory entry.
+    get_memory_version(key: String, version: u64) -> MemoryEntry
+        = C::State(S::GetMemoryVersion { key, version }), A::State(SR::Memory(entry)) => entry;
+    /// A page of a kind's versions.
+    history(kind: Kind, key: Option<String>, after: u64, limit: Option<u32>) -> HistoryPage
+        = C::History(H::List { kind, key, after, limit }), A::History(HR::Versions(page)) => page;
+    /// Sets a pin; answers it and whether it is new.
+    put_pin(name: String, seq: Option<u64>) -> (Pin, bool)
+        = C::History(H::PutPin { name, seq }), A::History(HR::Pin(pin, created)) => (pin, created);
+    /// One pin.
+    get_pin(name: String) -> Pin
+        = C::History(H::GetPin { name }), A::History(HR::Pin(pin, _)) => pin;
+    /// Every pin.
+    list_pins() -> Vec<Pin>
+        = C::History(H::ListPins), A::History(HR::Pins(pins)) => pins;
+    /// Removes a pin.
+    delete_pin(name: String) -> ()
+        = C::History(H::DeletePin { name }), A::History(HR::Deleted) => ();
     /// Removes a memory entry.
     delete_memory(key: String) -> ()
         = C::State(S::DeleteMemory { key }), A::State(SR::Deleted) => ();

@@ -100,11 +100,14 @@ pub enum SnapshotCall {
         #[serde(default)]
         grace_ms: i64,
     },
-    /// The current snapshot as a manifest, with an inline snapshot's bytes
-    /// when `with_inline`.
+    /// The current snapshot (or kept version `version`) as a manifest,
+    /// with an inline snapshot's bytes when `with_inline`.
     Plan {
         /// Read an inline snapshot's bytes too.
         with_inline: bool,
+        /// A kept version instead of the current one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<u64>,
     },
     /// Where one chunk's bytes are.
     ChunkSource {
@@ -231,6 +234,8 @@ pub fn execute(
                 None => KILO_DB.next_version(store)?,
                 Some(_) => *version,
             };
+            let readable_until = readable_until(now, *grace_ms);
+            super::kept::keep_current(store, now)?;
             let (meta, superseded_key) = rules::switch(
                 store,
                 &rules::Switch {
@@ -242,9 +247,10 @@ pub fn execute(
                     kv_key: kv_key.as_deref(),
                     chunk_size: None,
                     now_ms: env.now_ms,
-                    readable_until: readable_until(now, *grace_ms),
+                    readable_until,
                 },
             )?;
+            super::kept::made_current(store, &meta, (now, &env.retention), readable_until)?;
             SnapshotReply::Committed(Committed {
                 meta,
                 superseded_key,
@@ -274,7 +280,7 @@ pub fn execute(
             SnapshotReply::Located(located)
         }
         SnapshotCall::Remove { grace_ms } => {
-            SnapshotReply::Removed(rules::remove(store, readable_until(now, *grace_ms))?)
+            SnapshotReply::Removed(super::kept::remove(store, readable_until(now, *grace_ms))?)
         }
         SnapshotCall::KeysInUse => SnapshotReply::Keys(keys::keys_in_use(store, env.now_ms)?),
         SnapshotCall::Wipe => SnapshotReply::Keys(keys::wipe(store)?),
@@ -310,16 +316,24 @@ pub fn execute(
             rules::check_size(manifest.size, *limit)?;
             rules::check_precondition(store, precondition.as_ref())?;
             let readable_until = readable_until(now, *grace_ms);
+            super::kept::keep_current(store, now)?;
             let committed =
                 chunk_calls::commit(store, manifest, *event_watermark, now, readable_until)?;
+            super::kept::made_current(
+                store,
+                &committed.meta,
+                (now, &env.retention),
+                readable_until,
+            )?;
             if *sha256_from_chunks {
                 chunk_calls::mark_hashed(store, committed.meta.version)?;
             }
             SnapshotReply::Committed(committed)
         }
-        SnapshotCall::Plan { with_inline } => {
-            SnapshotReply::Planned(chunk_calls::plan(store, *with_inline)?)
-        }
+        SnapshotCall::Plan {
+            with_inline,
+            version,
+        } => SnapshotReply::Planned(chunk_calls::plan(store, *with_inline, *version)?),
         SnapshotCall::ChunkSource { chunk } => {
             SnapshotReply::ChunkAt(chunk_calls::source(store, chunk)?)
         }

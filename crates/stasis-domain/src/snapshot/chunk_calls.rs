@@ -120,10 +120,21 @@ pub(super) fn commit(
     })
 }
 
-/// The current snapshot as a manifest.
-pub(super) fn plan(store: &impl SqlStore, with_inline: bool) -> Result<Option<Plan>, DomainError> {
-    let Some((meta, kv_key)) = rules::current(store)? else {
-        return Ok(None);
+/// The current snapshot (or kept version `version`) as a manifest.
+pub(super) fn plan(
+    store: &impl SqlStore,
+    with_inline: bool,
+    version: Option<u64>,
+) -> Result<Option<Plan>, DomainError> {
+    let current = rules::current(store)?;
+    let (meta, kv_key, kept_inline) = match (current, version) {
+        (None, None) => return Ok(None),
+        (Some((meta, kv_key)), None) => (meta, kv_key, None),
+        (Some((meta, kv_key)), Some(wanted)) if meta.version == wanted => (meta, kv_key, None),
+        (_, Some(wanted)) => {
+            let (meta, inline) = super::kept::find(store, wanted)?;
+            (meta, None, Some(inline))
+        }
     };
     let whole_as_one = |meta: &SnapshotMeta| {
         let chunks = if meta.size == 0 {
@@ -135,10 +146,10 @@ pub(super) fn plan(store: &impl SqlStore, with_inline: bool) -> Result<Option<Pl
     };
     let (chunk_size, chunks, source) = match (meta.storage, kv_key) {
         (StorageKind::Inline, _) => {
-            let bytes = if with_inline {
-                rules::inline_bytes(store)?
-            } else {
-                None
+            let bytes = match (with_inline, kept_inline) {
+                (false, _) => None,
+                (true, Some(kept)) => Some(kept.unwrap_or_default()),
+                (true, None) => rules::inline_bytes(store)?,
             };
             let (size, chunks) = whole_as_one(&meta);
             (size, chunks, ChunkSource::Inline { bytes })
@@ -179,7 +190,7 @@ pub(super) fn source(
         return Ok(Some(ChunkSource::Chunks));
     }
     let wanted = digest::to_hex(&hashes[0]);
-    match plan(store, true)? {
+    match plan(store, true, None)? {
         Some(plan) if plan.meta.sha256 == wanted && plan.meta.size > 0 => match plan.source {
             ChunkSource::Chunks => Ok(None),
             other => Ok(Some(other)),

@@ -73,6 +73,16 @@ pub async fn plan(
     object.run(op::plan(with_inline)).await
 }
 
+/// Version `version` (kept, or the current one) as a manifest; 404
+/// `version_not_found` for a version the agent does not keep.
+pub async fn plan_version(
+    object: &impl SnapshotObject,
+    with_inline: bool,
+    version: u64,
+) -> Result<Option<Plan>, DomainError> {
+    object.run(op::plan_version(with_inline, version)).await
+}
+
 /// One chunk's bytes, verified against its name; `None` when the agent's
 /// store does not hold it.
 pub async fn get_chunk(

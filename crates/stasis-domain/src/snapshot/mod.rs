@@ -38,6 +38,7 @@ mod call;
 pub mod chunk_calls;
 pub mod chunk_saga;
 pub mod import_chunks;
+pub mod kept;
 mod keys;
 pub mod manifest;
 pub mod operations;

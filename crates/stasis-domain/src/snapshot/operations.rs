@@ -79,7 +79,10 @@ operations! {
           R::Committed(committed) => committed;
     /// The current snapshot as a manifest.
     plan(with_inline: bool) -> Option<Plan>
-        = C::Plan { with_inline }, R::Planned(plan) => plan;
+        = C::Plan { with_inline, version: None }, R::Planned(plan) => plan;
+    /// A kept version (or the current one, by its number) as a manifest.
+    plan_version(with_inline: bool, version: u64) -> Option<Plan>
+        = C::Plan { with_inline, version: Some(version) }, R::Planned(plan) => plan;
     /// Where one chunk's bytes are.
     chunk_source(chunk: String) -> Option<ChunkSource>
         = C::ChunkSource { chunk }, R::ChunkAt(source) => source;

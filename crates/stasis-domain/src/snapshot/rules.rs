@@ -136,7 +136,10 @@ pub fn switch(
     new: &Switch<'_>,
 ) -> Result<(SnapshotMeta, Option<String>), DomainError> {
     let previous = current(store)?;
-    if let Some((old, _)) = &previous
+    // A superseded version is kept as history by the caller
+    // (`super::kept`); one in the single-key layout is not, and its
+    // manifest row (if any) goes here.
+    if let Some((old, Some(_))) = &previous
         && old.version != new.version
     {
         KILO_DB.drop_manifest(store, old.version, new.readable_until)?;
@@ -200,19 +203,6 @@ pub fn release(store: &impl SqlStore, version: u64) -> Result<(), DomainError> {
         params![version],
     )?;
     Ok(())
-}
-
-/// Drops the current snapshot (its chunks readable until
-/// `readable_until`); returns its KV key, if it had one.
-pub fn remove(store: &impl SqlStore, readable_until: i64) -> Result<Option<String>, DomainError> {
-    let Some((_, key)) = current(store)? else {
-        return Err(DomainError::NotFound(Refusal::new(
-            "snapshot_not_found",
-            "the agent has no snapshot",
-        )));
-    };
-    clear_current(store, readable_until)?;
-    Ok(key)
 }
 
 /// Drops the current snapshot's rows and its manifest's references (its

@@ -41,6 +41,7 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), StorageError> {
     }
     chunk_store::migrate(store)?;
     KILO_DB.migrate(store)?;
+    crate::history::migrate(store)?;
     store.run(super::staged::TABLE, Vec::new())?;
     store.run(super::import_chunks::TABLE, Vec::new())
 }

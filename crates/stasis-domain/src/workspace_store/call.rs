@@ -4,11 +4,12 @@
 //! travel as snapshot calls.
 
 use super::{
-    Committed, Precondition, WorkspaceVersion, rules,
+    Committed, Precondition, WorkspaceVersion, kept, rules,
     staged::{self, StagedHead},
 };
 use crate::{
     DomainError,
+    chunk_store::manifests::readable_until,
     object_env::ObjectEnv,
     sql::SqlStore,
     workspace::{ContentHash, pages::ManifestHead},
@@ -39,6 +40,11 @@ pub struct CommitArgs {
 pub enum WorkspaceCall {
     /// The current version.
     Current,
+    /// Version `version`: the current one or a kept one.
+    Version {
+        /// Its number.
+        version: u64,
+    },
     /// Makes a checked manifest the current version.
     Commit(Box<CommitArgs>),
     /// Drops the current version.
@@ -66,6 +72,8 @@ pub enum WorkspaceCall {
 pub enum WorkspaceReply {
     /// The current version, if any.
     Current(Option<WorkspaceVersion>),
+    /// A version asked for by number.
+    Version(WorkspaceVersion),
     /// A commit's outcome.
     Committed(Committed),
     /// The head an import gave, if any.
@@ -85,12 +93,21 @@ pub fn execute(
     Ok(match call {
         WorkspaceCall::Current => WorkspaceReply::Current(rules::current(store)?),
         WorkspaceCall::Commit(args) => {
-            WorkspaceReply::Committed(rules::commit(store, args, env.now_ms)?)
+            let (committed, previous) = rules::commit(store, args, env.now_ms)?;
+            if committed.created {
+                let now = (env.now_ms, &env.retention);
+                kept::keep(store, previous.as_ref(), env.now_ms)?;
+                let readable_until = readable_until(env.now_ms, args.grace_ms);
+                kept::made_current(store, &committed.version, now, readable_until)?;
+            }
+            WorkspaceReply::Committed(committed)
         }
         WorkspaceCall::Remove { grace_ms } => {
-            rules::remove(store, env.now_ms, *grace_ms)?;
+            let readable_until = readable_until(env.now_ms, *grace_ms);
+            kept::remove(store, readable_until)?;
             WorkspaceReply::Done
         }
+        WorkspaceCall::Version { version } => WorkspaceReply::Version(kept::find(store, *version)?),
         WorkspaceCall::StageHead(head) => {
             staged::record_head(store, head)?;
             WorkspaceReply::Done
@@ -110,6 +127,9 @@ pub fn execute(
 pub fn is_write(call: &WorkspaceCall) -> bool {
     !matches!(
         call,
-        WorkspaceCall::Current | WorkspaceCall::StagedHead | WorkspaceCall::ExportPart { .. }
+        WorkspaceCall::Current
+            | WorkspaceCall::Version { .. }
+            | WorkspaceCall::StagedHead
+            | WorkspaceCall::ExportPart { .. }
     )
 }

@@ -23,11 +23,13 @@
 //!   version names are collected after the grace.
 //! - **Delete** and the agent's **wipe** drop the references the same way.
 //!
-//! Only the current version is kept. Nothing here holds a manifest whole:
+//! Superseded and deleted versions are kept as history under the retention
+//! policy ([`kept`], [`crate::history`]). Nothing here holds a manifest whole:
 //! the pages pass one at a time, and the object sees the head and the
 //! distinct chunk names.
 
 mod call;
+pub mod kept;
 pub mod operations;
 pub mod ports;
 mod rules;
@@ -87,6 +89,7 @@ const STATEMENTS: &[&str] = &[
 pub fn migrate(store: &impl SqlStore) -> Result<(), StorageError> {
     chunk_store::migrate(store)?;
     WORKSPACE.migrate(store)?;
+    crate::history::migrate(store)?;
     for statement in STATEMENTS {
         store.run(statement, Vec::new())?;
     }

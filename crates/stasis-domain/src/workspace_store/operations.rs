@@ -20,6 +20,9 @@ operations! {
     /// The current version.
     current() -> Option<WorkspaceVersion>
         = C::Current, R::Current(current) => current;
+    /// Version `version`: the current one or a kept one.
+    version(version: u64) -> WorkspaceVersion
+        = C::Version { version }, R::Version(version) => version;
     /// Makes a checked manifest the current version.
     commit(args: CommitArgs) -> Committed
         = C::Commit(Box::new(args)), R::Committed(committed) => committed;

@@ -2,12 +2,12 @@
 //! the commit's switch, delete and wipe, each inside the caller's
 //! transaction.
 
-use super::{CommitArgs, Committed, REFS_PER_PART, WORKSPACE, WorkspaceVersion, not_found};
+use super::{CommitArgs, Committed, REFS_PER_PART, WORKSPACE, WorkspaceVersion};
 use crate::{
     DomainError,
     chunk_store::{
         ChunkHash,
-        manifests::{check_held, readable_until},
+        manifests::check_held,
         table::{self, distinct},
     },
     event_log, params,
@@ -39,27 +39,27 @@ pub fn current(store: &impl SqlStore) -> Result<Option<WorkspaceVersion>, Domain
 }
 
 /// Checks the preconditions again, that the store holds every page (with
-/// its size) and chunk, then adds the version, makes it current and drops
-/// the superseded one (its chunks readable until the grace ends).
+/// its size) and chunk, then adds the version and makes it current; the
+/// superseded one, answered beside, is the caller's to keep
+/// (`super::kept`).
 pub fn commit(
     store: &impl SqlStore,
     args: &CommitArgs,
     now_ms: i64,
-) -> Result<Committed, DomainError> {
+) -> Result<(Committed, Option<WorkspaceVersion>), DomainError> {
     let previous = current(store)?;
     args.precondition.check(previous.as_ref())?;
-    if let Some(previous) = previous
-        && previous.head.root_hash == args.head.root_hash
+    if let Some(same) = previous
+        .as_ref()
+        .filter(|p| p.head.root_hash == args.head.root_hash)
     {
-        return Ok(Committed {
-            version: previous,
+        let unchanged = Committed {
+            version: same.clone(),
             created: false,
-        });
+        };
+        return Ok((unchanged, None));
     }
     let (version, chunk_count) = add_version(store, args)?;
-    if let Some(old) = previous_version(store)? {
-        drop_version(store, old, readable_until(now_ms, args.grace_ms))?;
-    }
     let event_watermark = match args.event_watermark {
         Some(seq) => seq,
         None => event_log::state(store)?.last_seq,
@@ -73,10 +73,11 @@ pub fn commit(
         created_at: now_ms,
     };
     make_current(store, &stored)?;
-    Ok(Committed {
+    let committed = Committed {
         version: stored,
         created: true,
-    })
+    };
+    Ok((committed, previous))
 }
 
 /// Adds a version naming the head's pages and the given chunks, once the
@@ -188,15 +189,6 @@ pub(super) fn drop_version(
         params![version],
     )?;
     Ok(())
-}
-
-/// Drops the current version (404 `workspace_not_found` without one); its
-/// chunks stay readable for `grace_ms`.
-pub fn remove(store: &impl SqlStore, now_ms: i64, grace_ms: i64) -> Result<(), DomainError> {
-    if previous_version(store)?.is_none() {
-        return Err(not_found());
-    }
-    clear_current(store, readable_until(now_ms, grace_ms))
 }
 
 /// Drops every workspace version and its references at once (the agent is

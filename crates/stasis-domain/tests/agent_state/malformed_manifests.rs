@@ -226,6 +226,7 @@ fn more_events_than_retention_keeps_are_refused() {
     let env = ObjectEnv {
         now_ms: NOW,
         max_events: 2,
+        retention: Default::default(),
     };
     let manifest = Manifest {
         events,

@@ -36,6 +36,7 @@ fn apply(store: &SqliteStore, step: &Step, now: i64, max_events: u64) {
     let env = ObjectEnv {
         now_ms: now,
         max_events,
+        retention: Default::default(),
     };
     let call = match step {
         Step::Append { session, n } => {
@@ -90,7 +91,7 @@ proptest! {
             apply(&store, step, NOW + i as i64, max_events);
         }
         let original = export(&store);
-        let env = ObjectEnv { now_ms: NOW + 1_000, max_events };
+        let env = ObjectEnv { now_ms: NOW + 1_000, max_events, retention: Default::default() };
 
         let fresh = self::store();
         import_manifest(&fresh, &original, &env).expect("import fresh");

@@ -180,6 +180,7 @@ fn retention_counts_every_batch() {
     let small = stasis_domain::agent::ObjectEnv {
         now_ms: NOW,
         max_events: 3,
+        retention: Default::default(),
     };
     let call = |call: ImportCall| {
         execute(&store, &StateCall::Import(call), &small).map(|reply| match reply {

@@ -20,6 +20,7 @@ pub(crate) fn env(now_ms: i64) -> ObjectEnv {
     ObjectEnv {
         now_ms,
         max_events: limits::DEFAULT_MAX_EVENTS,
+        retention: Default::default(),
     }
 }
 

@@ -175,6 +175,7 @@ fn env() -> ObjectEnv {
     ObjectEnv {
         now_ms: 1,
         max_events: limits::DEFAULT_MAX_EVENTS,
+        retention: Default::default(),
     }
 }
 

@@ -84,6 +84,10 @@ pub(in crate::agent_state) fn commit(
         };
         store.run(statement, params)?;
     }
+    // History does not travel: the import replaces every kind whole.
+    snapshot::kept::drop_all(store)?;
+    crate::workspace_store::kept::drop_all(store)?;
+    crate::history::wipe(store)?;
     let has_checkpoint = exists(store, "checkpoint")?;
     let has_snapshot = snapshot::staged::commit(store, env.now_ms)?;
     crate::workspace_store::staged::commit(store, env.now_ms)?;
