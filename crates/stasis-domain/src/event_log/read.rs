@@ -81,11 +81,7 @@ pub fn read(store: &impl SqlStore, query: &ReadQuery) -> Result<ReadPage, Domain
 /// match: at most `limit` events and [`limits::MAX_READ_BYTES`] of data
 /// (at least one event). Sizes come first, from the rows' headers
 /// (`octet_length` does not load a text's content), so that no more than a
-/// page of data is ever loaded, however large the events. The running
-/// count and size are summed inside SQLite over the `limit + 1` first
-/// matches, which fit while both stay within bounds (a prefix, as both only
-/// grow): one row answers, where a row per event would cross the store's
-/// boundary (the component's `sql` import) twice per event read.
+/// page of data is ever loaded, however large the events.
 fn page_bounds(
     store: &impl SqlStore,
     filter: &str,
@@ -93,33 +89,24 @@ fn page_bounds(
     limit: u32,
 ) -> Result<(Option<u64>, bool), DomainError> {
     params.push((limit + 1).into());
-    let scanned = params.len();
-    params.push(limit.into());
-    params.push(limits::MAX_READ_BYTES.into());
-    let (limit_at, bytes_at) = (params.len() - 1, params.len());
-    let sql = format!(
-        "SELECT COUNT(*), COALESCE(SUM(fits), 0), MAX(CASE WHEN fits THEN seq END) FROM (
-            SELECT seq, (taken <= ?{limit_at} AND (taken = 1 OR bytes <= ?{bytes_at})) AS fits
-            FROM (
-                SELECT seq, row_number() OVER upto AS taken,
-                       SUM(octet_length(data)) OVER upto AS bytes
-                FROM events WHERE {filter}
-                WINDOW upto AS (ORDER BY seq ROWS UNBOUNDED PRECEDING)
-                ORDER BY seq LIMIT ?{scanned}
-            )
-        )"
-    );
-    let Some(row) = store.first_row(&sql, params)? else {
-        return Err(DomainError::Storage(
-            "a page's bounds returned no row".into(),
-        ));
-    };
-    let (matched, fitting) = (row.uint(0)?, row.uint(1)?);
-    let through = match row.get(2) {
-        Some(SqlValue::Null) | None => None,
-        Some(_) => Some(row.uint(2)?),
-    };
-    Ok((through, matched > fitting))
+    let sizes = store.execute(
+        &format!(
+            "SELECT seq, octet_length(data) FROM events WHERE {filter} ORDER BY seq LIMIT ?{}",
+            params.len()
+        ),
+        params,
+    )?;
+    let mut through = None;
+    let mut bytes = 0u64;
+    for (taken, row) in sizes.iter().enumerate() {
+        bytes = bytes.saturating_add(row.uint(1)?);
+        let full = taken == limit as usize || (bytes > limits::MAX_READ_BYTES && taken > 0);
+        if full {
+            return Ok((through, true));
+        }
+        through = Some(row.uint(0)?);
+    }
+    Ok((through, false))
 }
 
 fn event_from_row(row: Row) -> Result<Event, DomainError> {
