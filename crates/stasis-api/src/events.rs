@@ -82,6 +82,14 @@ pub fn write_event(out: &mut String, event: &Event) {
 }
 
 fn push_json_string(out: &mut String, value: &str) {
+    // Types and session ids rarely need escaping: copy them as they are
+    // (serde_json escapes exactly these bytes, and nothing else).
+    if !value.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push('"');
+        out.push_str(value);
+        out.push('"');
+        return;
+    }
     // serde_json's escaping of a plain string cannot fail.
     match serde_json::to_string(value) {
         Ok(quoted) => out.push_str(&quoted),
@@ -115,6 +123,24 @@ mod tests {
         assert_eq!(value["events"][0]["type"], "t\"q");
         assert_eq!(value["events"][0]["data"]["a"][1], "é");
         assert_eq!(value["last_seq"], 3);
+    }
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        for text in [
+            "message.created",
+            "",
+            "t\"q",
+            "back\\slash",
+            "line\nbreak",
+            "\u{1}\u{1f}",
+            "\u{7f} é ✓",
+            "</script>",
+        ] {
+            let mut out = String::new();
+            push_json_string(&mut out, text);
+            assert_eq!(Some(out), serde_json::to_string(text).ok(), "{text:?}");
+        }
     }
 
     #[test]

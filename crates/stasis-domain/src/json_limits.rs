@@ -209,7 +209,11 @@ fn scan(bytes: &[u8], max_depth: usize, tracker: &mut impl Tracker) -> Option<Pr
                 let end = string_end(bytes, at + 1);
                 let raw = bytes.get(at + 1..end).unwrap_or_default();
                 tracker.string(raw);
-                if let Some(escape) = unpaired_surrogate(raw) {
+                // Only an escape can be a surrogate: most strings hold none,
+                // and skip the escape walk.
+                if raw.contains(&b'\\')
+                    && let Some(escape) = unpaired_surrogate(raw)
+                {
                     tracker.stop();
                     return Some(Problem::Surrogate(escape));
                 }

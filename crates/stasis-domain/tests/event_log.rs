@@ -358,3 +358,67 @@ fn a_page_of_large_events_stops_at_the_byte_budget() {
     assert_eq!(rest.events.len(), 2);
     assert!(!rest.has_more);
 }
+
+#[test]
+fn a_batch_longer_than_one_insert_keeps_its_order_and_its_sessions_counts() {
+    let store = store();
+    let batch: Vec<NewEvent> = (0..37)
+        .map(|i| {
+            let session = if i % 2 == 0 { "even" } else { "odd" };
+            NewEvent::new("message.created", Some(session), &format!(r#"{{"i":{i}}}"#))
+        })
+        .collect();
+    let outcome = append(&store, &AppendBatch::new(batch), &settings(100)).expect("append");
+    assert_eq!((outcome.first_seq, outcome.last_seq), (1, 37));
+    let page = read(&store, &ReadQuery::after(0)).expect("read");
+    let stored: Vec<(u64, Option<&str>, &str)> = page
+        .events
+        .iter()
+        .map(|e| (e.seq, e.session_id.as_deref(), e.data.as_str()))
+        .collect();
+    let datas: Vec<String> = (0..37).map(|i| format!(r#"{{"i":{i}}}"#)).collect();
+    let want: Vec<(u64, Option<&str>, &str)> = (0..37u64)
+        .map(|i| {
+            let session = if i % 2 == 0 { "even" } else { "odd" };
+            (i + 1, Some(session), datas[i as usize].as_str())
+        })
+        .collect();
+    assert_eq!(stored, want);
+    let counts: Vec<_> = sessions(&store)
+        .expect("sessions")
+        .iter()
+        .map(|s| (s.session_id.clone(), s.first_seq, s.last_seq, s.event_count))
+        .collect();
+    assert_eq!(
+        counts,
+        vec![("even".into(), 1, 37, 19), ("odd".into(), 2, 36, 18)]
+    );
+}
+
+#[test]
+fn a_page_ends_at_the_limit_or_the_byte_budget_whichever_comes_first() {
+    let store = store();
+    // 20 events of 512 KiB: 16 fit the 8 MiB budget.
+    let half = format!("\"{}\"", "y".repeat(512 * 1024 - 2));
+    for _ in 0..20 {
+        let batch = AppendBatch::new(vec![NewEvent::new("half", None, &half)]);
+        append(&store, &batch, &settings(100)).expect("append");
+    }
+    for (limit, want, more) in [(1, 1, true), (15, 15, true), (16, 16, true), (17, 16, true)] {
+        let mut query = ReadQuery::after(0);
+        query.limit = limit;
+        let page = read(&store, &query).expect("read");
+        assert_eq!(
+            (page.events.len(), page.has_more),
+            (want, more),
+            "limit {limit}"
+        );
+    }
+    let mut query = ReadQuery::after(16);
+    query.limit = 4;
+    let last = read(&store, &query).expect("read");
+    assert_eq!(
+        (last.events.len(), last.has_more, last.next_after),
+        (4, false, 20)
+    );
+}

@@ -88,11 +88,12 @@ impl WasiView for StoreState {
 /// uses: every call group instantiates afresh, and without this a large read
 /// spent a sixth of its time in the kernel faulting in zeroed pages.
 fn engine_config() -> Config {
+    let instances = pooled_instances();
     let mut pool = PoolingAllocationConfig::default();
-    pool.total_component_instances(MAX_INSTANCES)
-        .total_core_instances(MAX_INSTANCES * 4)
-        .total_memories(MAX_INSTANCES)
-        .total_tables(MAX_INSTANCES * 4)
+    pool.total_component_instances(instances)
+        .total_core_instances(instances * 4)
+        .total_memories(instances)
+        .total_tables(instances * 4)
         .max_memory_size(GUEST_MEMORY_LIMIT)
         .linear_memory_keep_resident(RESIDENT_BYTES)
         .table_keep_resident(64 * 1024);
@@ -106,6 +107,17 @@ fn engine_config() -> Config {
 /// Instances alive at once: one per call group in flight, and groups run on
 /// at most [`crate::runtime::MAX_GROUPS`] blocking threads.
 const MAX_INSTANCES: u32 = 2 * crate::runtime::MAX_GROUPS as u32;
+/// The pool's size: [`MAX_INSTANCES`], or fewer when
+/// `STASIS_POOLED_INSTANCES` says so. Only for running the host under
+/// valgrind (`scripts/profile-host`), which cannot reserve the address space
+/// of every slot; with fewer slots than call groups in flight, calls fail.
+fn pooled_instances() -> u32 {
+    std::env::var("STASIS_POOLED_INSTANCES")
+        .ok()
+        .and_then(|count| count.parse().ok())
+        .filter(|count| (1..=MAX_INSTANCES).contains(count))
+        .unwrap_or(MAX_INSTANCES)
+}
 /// A guest's memory ceiling: a 4 MiB batch or an 8 MiB read page, copied a
 /// few times over, fits with room to spare.
 const GUEST_MEMORY_LIMIT: usize = 256 * 1024 * 1024;

@@ -81,8 +81,56 @@ pub fn read(store: &impl SqlStore, query: &ReadQuery) -> Result<ReadPage, Domain
 /// match: at most `limit` events and [`limits::MAX_READ_BYTES`] of data
 /// (at least one event). Sizes come first, from the rows' headers
 /// (`octet_length` does not load a text's content), so that no more than a
-/// page of data is ever loaded, however large the events.
+/// page of data is ever loaded, however large the events. The first
+/// `limit` matches are counted and sized inside SQLite, one row back: when
+/// they fit the byte budget (nearly always) that is the page, and one probe
+/// says whether more follow. Only a page over the budget walks the sizes
+/// row by row, each row a crossing of the store's boundary.
 fn page_bounds(
+    store: &impl SqlStore,
+    filter: &str,
+    params: Vec<SqlValue>,
+    limit: u32,
+) -> Result<(Option<u64>, bool), DomainError> {
+    let mut counted = params.clone();
+    counted.push(limit.into());
+    let totals = store.first_row(
+        &format!(
+            "SELECT COUNT(*), COALESCE(SUM(size), 0), MAX(seq) FROM (
+                SELECT seq, octet_length(data) AS size FROM events WHERE {filter}
+                ORDER BY seq LIMIT ?{})",
+            counted.len()
+        ),
+        counted,
+    )?;
+    let Some(totals) = totals else {
+        return Err(DomainError::Storage(
+            "a page's sizes returned no row".into(),
+        ));
+    };
+    let (count, bytes) = (totals.uint(0)?, totals.uint(1)?);
+    if count == 0 {
+        return Ok((None, false));
+    }
+    if bytes > limits::MAX_READ_BYTES && count > 1 {
+        return page_bounds_row_by_row(store, filter, params, limit);
+    }
+    let through = totals.uint(2)?;
+    let has_more = count == u64::from(limit) && {
+        let mut probe = params;
+        probe.push(through.into());
+        let sql = format!(
+            "SELECT 1 FROM events WHERE {filter} AND seq > ?{} LIMIT 1",
+            probe.len()
+        );
+        store.first_row(&sql, probe)?.is_some()
+    };
+    Ok((Some(through), has_more))
+}
+
+/// [`page_bounds`] for a page over the byte budget: the sizes of the
+/// `limit + 1` first matches, summed until the budget is passed.
+fn page_bounds_row_by_row(
     store: &impl SqlStore,
     filter: &str,
     mut params: Vec<SqlValue>,
