@@ -26,16 +26,26 @@ pub(crate) struct Exit {
     pub(crate) code: Option<i32>,
     /// The signal that ended it, when one did.
     pub(crate) signal: Option<i32>,
+    /// When its exit was collected, on the wall clock (epoch ms): a reader of the log sets it
+    /// against a kill it timed.
+    pub(crate) collected_at_ms: u64,
 }
 
 impl Exit {
-    fn of(pid: u32, status: ExitStatus) -> Self {
+    fn of(pid: u32, status: Option<ExitStatus>) -> Self {
         Exit {
             pid,
-            code: status.code(),
-            signal: status.signal(),
+            code: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| s.signal()),
+            collected_at_ms: epoch_millis(SystemTime::now()),
         }
     }
+}
+
+/// `at` in milliseconds since the Unix epoch (0 before it).
+pub(crate) fn epoch_millis(at: SystemTime) -> u64 {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl std::fmt::Display for Exit {
@@ -113,14 +123,7 @@ pub(crate) fn spawn(
     std::thread::Builder::new()
         .name("runtime-wait".into())
         .spawn(move || {
-            let exit = match child.wait() {
-                Ok(status) => Exit::of(pid, status),
-                Err(_) => Exit {
-                    pid,
-                    code: None,
-                    signal: None,
-                },
-            };
+            let exit = Exit::of(pid, child.wait().ok());
             marker.store(true, Ordering::SeqCst);
             on_exit(exit);
         })

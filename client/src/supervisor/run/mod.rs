@@ -278,10 +278,7 @@ impl<'c> Loop<'c> {
         // Posted directly, before the sidecar starts (its start waits on the runtime's first
         // answers): the log names the new URL as soon as the runtime listens, still ahead of
         // every event the sidecar forwards.
-        let spawned_at_ms = runtime
-            .spawned_at
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, millis);
+        let spawned_at_ms = process::epoch_millis(runtime.spawned_at);
         let data = json!({ "pid": runtime.pid, "url": runtime.url, "port": runtime.port(),
                            "attempt": id, "ready_ms": millis(ready_in),
                            "spawned_at_ms": spawned_at_ms });
@@ -404,6 +401,7 @@ fn exit_json(exit: Option<&Exit>, attempt: u32, ran: Duration) -> serde_json::Va
         "pid": exit.map(|e| e.pid),
         "code": exit.and_then(|e| e.code),
         "signal": exit.and_then(|e| e.signal),
+        "exited_at_ms": exit.map(|e| e.collected_at_ms),
         "attempt": attempt,
         "ran_ms": millis(ran),
     })

@@ -107,6 +107,9 @@ fn act_crash(
     wait_started(stage, a, MAYOR, mark)?;
     let events = supervisor_events(&stage.api, &stage.agent_path(MAYOR), mark)?;
     let exited = find(&events, "stasis.runtime.exited")?;
+    let exited_at_ms = number(exited, "/exited_at_ms")
+        .context("the restart's stasis.runtime.exited has no exited_at_ms")?;
+    report.kill_to_exit = Duration::from_millis(exited_at_ms.saturating_sub(killed_at_ms));
     ensure!(
         number(exited, "/signal") == Some(9),
         "the exit records SIGKILL: {}",
@@ -126,10 +129,12 @@ fn act_crash(
     report.restart_delay = Duration::from_millis(number(restarting, "/delay_ms").unwrap_or(0));
     stage.say(&format!(
         "   ✓ restarted in A as pid {} on the same home: session served again {:.2?} after the kill \
-         (spawned {:.0?} after it, kilo's own start {:.2?}, restart delay {:.0?})",
+         (spawned {:.0?} after it, its exit collected after {:.0?}; kilo's own start {:.2?}, \
+         restart delay {:.0?})",
         back.pid,
         report.crash_to_served,
         report.kill_to_respawn,
+        report.kill_to_exit,
         report.kilo_start,
         report.restart_delay
     ));

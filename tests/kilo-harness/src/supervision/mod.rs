@@ -93,6 +93,8 @@ pub struct SupervisionReport {
     /// Of that: from the SIGKILL to the new kilo spawned, stasis's own part (the exit
     /// noticed, the restart decided, the process started), on the wall clock.
     pub kill_to_respawn: Duration,
+    /// Of that: from the SIGKILL to the supervisor collecting the exit (the kernel's part).
+    pub kill_to_exit: Duration,
     /// From the stalled prompt to its abort.
     pub stalled_turn_aborted_after: Duration,
     /// From SIGTERM to `up`'s exit.
