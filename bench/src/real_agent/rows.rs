@@ -144,11 +144,13 @@ pub fn supervised(target: &Result<Stasis, Missing>, sizes: &Sizes, tmp: &Path) -
     let verdict = |met: bool| if met { "met" } else { "**missed**" };
     let share_note = measured.as_ref().ok().map(|m| {
         format!(
-            "stasis's share (the kill → the new kilo spawned) {}, aim ≤ {}: {}; over kilo \
-             alone, restarted by hand {}",
+            "stasis's share (the exit collected → the new kilo spawned) {}, aim ≤ {}: {}; the \
+             kill → the exit collected (the kernel ending kilo) {}; over kilo alone, restarted \
+             by hand {}",
             millis(m.share.median),
             millis(MAX_RESTART_SHARE),
             verdict(m.share.median <= MAX_RESTART_SHARE),
+            millis(m.kill_to_exit.median),
             millis(m.over_bare.median)
         )
     });

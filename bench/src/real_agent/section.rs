@@ -35,8 +35,10 @@ model. Supervised restart: `stasis-client up` runs kilo under a supervisor (the 
 is immediate; the 200 ms delay applies from the second crash in a row); kilo is SIGKILLed and \
 the clock stops when `GET /session/{id}/message` answers again; the baseline is kilo alone in \
 the same round, SIGKILLed and started again by hand (spawn → served). stasis's share is the \
-kill to the new kilo's spawn: the wall-clock instant of the kill against the `spawned_at_ms` \
-of the supervisor's `stasis.runtime.started`. \"over kilo alone\" is the total minus the \
+exit to the new kilo's spawn, from the supervisor's log (`exited_at_ms` of \
+`stasis.runtime.exited`, `spawned_at_ms` of `stasis.runtime.started`); the kill to the exit \
+collected (the wall-clock instant of the kill against `exited_at_ms`) is the kernel ending kilo, \
+shown beside it. \"over kilo alone\" is the total minus the \
 baseline: it adds kilo's own start running slower beside a second kilo and the supervisors. \
 Continuation: a \
 container is SIGKILLed whole while the Mayor's reply streams; the clock runs from the next \

@@ -18,9 +18,11 @@ use std::time::Duration;
 pub struct Supervised {
     /// kill -9 of a supervised kilo to its session served again.
     pub crash_to_served: Latency,
-    /// Of that: the SIGKILL to the new kilo spawned (stasis's share: the exit noticed, the
-    /// restart decided, the process started), from the supervisor's log.
+    /// Of that: the exit collected to the new kilo spawned (stasis's share: the restart decided
+    /// and the process started), from the supervisor's log.
     pub share: Latency,
+    /// Of that: the SIGKILL to the supervisor collecting the exit (the kernel ending kilo).
+    pub kill_to_exit: Latency,
     /// Of that: what kilo alone, restarted by hand, does not take (its start on the busier
     /// container included).
     pub over_bare: Latency,
@@ -42,7 +44,7 @@ pub struct Supervised {
 pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Result<Supervised> {
     let client = client_bin()?;
     let kilo = stasis_kilo_harness::kilo_bin()?;
-    let mut samples: [Vec<Duration>; 9] = Default::default();
+    let mut samples: [Vec<Duration>; 10] = Default::default();
     for round in 0..rounds {
         eprintln!("  round {}: kilo alone, restarted by hand", round + 1);
         let bare = bare_kilo::measure(&dir.join(format!("bare-{round}")))?;
@@ -55,7 +57,8 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
         };
         let report = supervision::play(&options, &|_| {})?;
         samples[0].push(report.crash_to_served);
-        samples[1].push(report.kill_to_respawn);
+        samples[1].push(report.kill_to_respawn.saturating_sub(report.kill_to_exit));
+        samples[9].push(report.kill_to_exit);
         samples[8].push(
             report
                 .crash_to_served
@@ -93,11 +96,13 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
         inbox,
         resume_start,
         over_bare,
+        kill_to_exit,
     ] = samples.map(|s| Latency::of(s).context("no rounds"));
     Ok(Supervised {
         crash_to_served: crash?,
         share: share?,
         over_bare: over_bare?,
+        kill_to_exit: kill_to_exit?,
         bare_restart: bare_restart?,
         to_continuation: continuation?,
         bare_to_model: bare_to_model?,
