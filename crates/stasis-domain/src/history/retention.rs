@@ -180,6 +180,19 @@ pub fn expired(
         .collect()
 }
 
+/// Records `current` as the current version of `kind` (whose versions have no key: kilo.db,
+/// the workspace), then applies the policy, `drop_content` releasing each expired version.
+pub fn made_current(
+    store: &impl SqlStore,
+    kind: Kind,
+    current: &super::versions::Current,
+    (now_ms, policy): (i64, &RetentionPolicy),
+    drop_content: impl FnMut(u64) -> Result<(), DomainError>,
+) -> Result<(), DomainError> {
+    super::versions::set_current(store, kind, "", current)?;
+    apply(store, kind, policy, now_ms, drop_content).map(drop)
+}
+
 /// Drops up to [`DROP_BATCH`] expired versions of `kind`: `drop_content`
 /// first (an owner's manifest), then the row. Answers how many went.
 pub fn apply(

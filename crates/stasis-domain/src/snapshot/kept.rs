@@ -60,19 +60,13 @@ pub(super) fn made_current(
         created_at: meta.created_at,
         deleted: false,
     };
-    versions::set_current(store, Kind::DbSnapshot, "", &current)?;
-    retain(store, (now_ms, policy), readable_until)
-}
-
-fn retain(
-    store: &impl SqlStore,
-    (now_ms, policy): (i64, &RetentionPolicy),
-    readable_until: i64,
-) -> Result<(), DomainError> {
-    retention::apply(store, Kind::DbSnapshot, policy, now_ms, |version| {
-        KILO_DB.drop_manifest(store, version, readable_until)
-    })
-    .map(drop)
+    retention::made_current(
+        store,
+        Kind::DbSnapshot,
+        &current,
+        (now_ms, policy),
+        |version| KILO_DB.drop_manifest(store, version, readable_until),
+    )
 }
 
 /// `DELETE`: the current version goes for good (its chunks readable until

@@ -53,19 +53,13 @@ pub(super) fn made_current(
         created_at: version.created_at,
         deleted: false,
     };
-    versions::set_current(store, Kind::Workspace, "", &current)?;
-    retain(store, (now_ms, policy), readable_until)
-}
-
-fn retain(
-    store: &impl SqlStore,
-    (now_ms, policy): (i64, &RetentionPolicy),
-    readable_until: i64,
-) -> Result<(), DomainError> {
-    retention::apply(store, Kind::Workspace, policy, now_ms, |version| {
-        rules::drop_version(store, version, readable_until)
-    })
-    .map(drop)
+    retention::made_current(
+        store,
+        Kind::Workspace,
+        &current,
+        (now_ms, policy),
+        |version| rules::drop_version(store, version, readable_until),
+    )
 }
 
 /// `DELETE`: the current version goes for good (its chunks readable until
