@@ -29,6 +29,9 @@ mod periodic;
 
 /// How often the loop looks at the turn deadline, the fence and the registry.
 const TICK: Duration = Duration::from_millis(250);
+/// How often it looks until the ready hook ran: the cut reply's continuation and the inbox wait
+/// on that hook, and a whole tick would add up to 250 ms to a recovery.
+const READY_TICK: Duration = Duration::from_millis(10);
 /// What the sidecar gets to flush after a crash.
 const CRASH_FLUSH: Duration = Duration::from_secs(30);
 
@@ -322,7 +325,8 @@ impl<'c> Loop<'c> {
     /// Watches a run until it crashes (answers its exit, when known) or the supervisor ends.
     fn watch(&mut self, run: &mut Run) -> Watched {
         loop {
-            match self.inbox.recv_timeout(TICK) {
+            let tick = if run.ready_called { TICK } else { READY_TICK };
+            match self.inbox.recv_timeout(tick) {
                 Ok(Msg::Signal(name)) => {
                     self.signals += 1;
                     (self.log)(&format!("{name} received: evicting"));
