@@ -5,6 +5,7 @@ pub mod args;
 pub mod boot;
 pub mod drain;
 pub mod output;
+pub mod restore;
 pub mod sidecar;
 pub mod sidecar_args;
 pub mod snapshot;
