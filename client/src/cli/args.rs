@@ -122,7 +122,7 @@ pub enum Command {
     /// Exactly one of --seq, --at, --kind with --version, or --pin. Prints the answer as JSON
     /// on stdout; its `undo.pin` undoes the restore (`restore --pin <it>`). A live container
     /// holding the agent refuses it (409 agent_live) unless --fence. Sent once, never retried.
-    Restore(super::restore::RestoreArgs),
+    Restore(super::restore_args::RestoreArgs),
 
     /// Run beside one agent runtime (kilo serve): forward its events, keep its kilo.db pushed.
     ///
