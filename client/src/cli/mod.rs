@@ -5,6 +5,8 @@ pub mod args;
 pub mod boot;
 pub mod drain;
 pub mod output;
+pub mod restore;
+pub mod restore_args;
 pub mod sidecar;
 pub mod sidecar_args;
 pub mod snapshot;

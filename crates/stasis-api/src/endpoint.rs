@@ -92,6 +92,8 @@ pub enum AgentEndpoint {
     HistoryPins,
     /// `/history/pins/{pin}`
     HistoryPin(String),
+    /// `/restore`: restore in place to a point or a pin.
+    Restore,
     /// `/export`
     Export,
     /// `/import`

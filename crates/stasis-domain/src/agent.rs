@@ -12,6 +12,7 @@ use crate::{
     conversation::{Budget, PriorConversation, Recalled, StoredSummary, SummaryKey},
     history::{self, HistoryCall, HistoryReply},
     recall::{self, DispatchContext},
+    restore::{self, RestoreCall, Restored},
     snapshot::{self, SnapshotCall, SnapshotReply},
     sql::SqlStore,
     summary_cache,
@@ -38,6 +39,8 @@ pub enum AgentCall {
     Workspace(WorkspaceCall),
     /// Versions kept and pins.
     History(HistoryCall),
+    /// Restore in place to a point (or a pin).
+    Restore(RestoreCall),
     /// The conversation rebuilt from the log.
     Conversation {
         /// Turns and tokens to keep.
@@ -86,6 +89,8 @@ pub enum AgentReply {
     Workspace(WorkspaceReply),
     /// The answer to a history call.
     History(HistoryReply),
+    /// What a restore did.
+    Restored(Restored),
     /// A rebuilt conversation.
     Conversation(PriorConversation),
     /// A conversation with summaries wanted, and the summariser's work.
@@ -160,6 +165,7 @@ pub fn execute(
             AgentReply::Workspace(workspace_store::execute(store, call, env)?)
         }
         AgentCall::History(call) => AgentReply::History(history::execute(store, call, env.now_ms)?),
+        AgentCall::Restore(call) => AgentReply::Restored(restore::execute(store, call, env)?),
         AgentCall::Conversation { budget, session_id } => {
             AgentReply::Conversation(recall::conversation(store, budget, session_id.as_deref())?)
         }
@@ -179,7 +185,7 @@ pub fn execute(
 /// True when the call may change the object (and so needs a durable commit).
 pub fn is_write(call: &AgentCall) -> bool {
     match call {
-        AgentCall::AppendEvents(_) | AgentCall::StoreSummary { .. } => true,
+        AgentCall::AppendEvents(_) | AgentCall::StoreSummary { .. } | AgentCall::Restore(_) => true,
         AgentCall::ReadEvents(_)
         | AgentCall::Conversation { .. }
         | AgentCall::SummarisedConversation { .. }

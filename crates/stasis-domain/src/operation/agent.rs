@@ -12,6 +12,7 @@ use crate::{
     event_log::{AppendBatch, AppendOutcome, ReadPage, ReadQuery},
     history::{HistoryCall as H, HistoryPage, HistoryReply as HR, Kind, Pin},
     recall::DispatchContext,
+    restore::{RestoreCall, Restored},
     snapshot::{SnapshotCall, SnapshotReply, operations::SnapshotOperation},
     typed_operation::{Operation, operations},
     workspace_store::{WorkspaceCall, WorkspaceReply, operations::WorkspaceOperation},
@@ -141,6 +142,9 @@ operations! {
     /// Removes a pin.
     delete_pin(name: String) -> ()
         = C::History(H::DeletePin { name }), A::History(HR::Deleted) => ();
+    /// Restores the agent in place.
+    restore(call: RestoreCall) -> Restored
+        = C::Restore(call), A::Restored(restored) => restored;
     /// Removes a memory entry.
     delete_memory(key: String) -> ()
         = C::State(S::DeleteMemory { key }), A::State(SR::Deleted) => ();
