@@ -12,12 +12,12 @@ use serde_json::json;
 use super::home::{self, HomeEnv, Hydrated};
 use super::journal::Journal;
 use super::process::{self, Exit, Runtime, Spawned};
-use super::registry;
 use super::runtime_api::RuntimeApi;
 use super::start_limit::{StartLimit, Verdict};
 use super::status::{self, Status};
 use super::workspace::Keeper;
 use super::{Msg, OnReady, Outcome, SuperviseOptions, Supervisor, millis};
+use super::{registry, relocate};
 use crate::boot::kilo_db_path;
 use crate::error::{Error, Result};
 use crate::http::Client;
@@ -199,6 +199,13 @@ impl<'c> Loop<'c> {
             Hydrated::Pulled(size) => format!("hydrated {} ({size} bytes)", db.display()),
             Hydrated::Fresh => "no snapshot in stasis: the agent starts fresh".to_owned(),
         });
+        let moved = relocate::sessions_into(&db, &options.home(), &workdir)?;
+        if moved > 0 {
+            (self.log)(&format!(
+                "{moved} kilo session(s) made in another home (a fork's source) now run in {}",
+                workdir.display()
+            ));
+        }
         Ok(env)
     }
 

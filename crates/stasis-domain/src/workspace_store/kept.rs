@@ -53,9 +53,14 @@ pub(super) fn made_current(
     (now_ms, policy): (i64, &RetentionPolicy),
     readable_until: i64,
 ) -> Result<(), DomainError> {
+    // The log's last seq when it was written: its watermark may lag (a push at a runtime's
+    // start covers nothing yet), and a point must never resolve to a version written after it.
+    let seq = version
+        .event_watermark
+        .max(crate::event_log::state(store)?.last_seq);
     let current = Current {
         version: version.version,
-        seq: version.event_watermark,
+        seq,
         created_at: version.created_at,
         deleted: false,
     };
