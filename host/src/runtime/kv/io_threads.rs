@@ -69,13 +69,7 @@ pub fn run<T: Send + 'static>(
         .unwrap_or_else(PoisonError::into_inner)
         .send(job)
         .is_ok();
-    async move {
-        if sent {
-            answered.await.ok()
-        } else {
-            None
-        }
-    }
+    async move { if sent { answered.await.ok() } else { None } }
 }
 
 #[cfg(test)]
