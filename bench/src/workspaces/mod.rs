@@ -3,7 +3,8 @@
 //! - a synthetic tree (200 MB in 20,000 files; `--quick`: 20 MB in 2,000): the full save and
 //!   the full restore (verified) against `tar c` and `tar x` of the same tree on the same disk,
 //!   and a save after a one-file edit (bytes sent as a share of the tree, time against the full
-//!   save);
+//!   save); the same full save and restore against a second host that fsyncs nothing
+//!   (`--durability os`, as `tar`), to show what the default host's fsyncs cost;
 //! - this repository's tracked files (`git ls-files`: no `target/`, `node_modules/` or `.git`),
 //!   copied: the full save against `tar c`, and a one-file edit's save;
 //! - the host's peak resident set (`VmHWM`, reset before each) during the push and the pull of
@@ -87,6 +88,19 @@ pub fn run(options: &Options) -> Result<Vec<Line>> {
     eprintln!("workspaces: building the trees");
     let synthetic = trees::synthetic(&dir.path().join("synthetic"), files, bytes, 1)?;
     let mut lines = side.tree_lines(&synthetic, "synthetic", true)?;
+    let unsynced = HostConfig {
+        data_dir: dir.path().join("data-os"),
+        durability: HostDurability::Os,
+        log: dir.path().join("host-os.log"),
+        ..config.clone()
+    };
+    lines.extend(without_fsync(
+        &runtime,
+        &unsynced,
+        &secret,
+        &synthetic,
+        dir.path(),
+    )?);
     let checkout = trees::checkout_copy(&options.repo, &dir.path().join("checkout"))?;
     lines.extend(side.tree_lines(&checkout, "checkout", false)?);
 
@@ -118,6 +132,59 @@ pub fn run(options: &Options) -> Result<Vec<Line>> {
     }
     host.stop()?;
     Ok(lines)
+}
+
+/// The full save and restore of `tree` against a host that fsyncs nothing (`--durability os`,
+/// as `tar` does not): how much of the gap to `tar` is the default host's fsync of every chunk.
+fn without_fsync(
+    runtime: &tokio::runtime::Runtime,
+    config: &HostConfig,
+    secret: &str,
+    tree: &Built,
+    dir: &Path,
+) -> Result<Vec<Line>> {
+    eprintln!("workspaces: full save and restore against a host with --durability os");
+    let host = runtime.block_on(StasisHost::start(config))?;
+    let token = crate::server::admin_token(secret)?;
+    let client = Client::new(Config::new(&host.endpoint().base_url(), Some(token))?);
+    let agent = AgentRef::new(&format!("bench-ws-{}", random_hex(4)?), "hq", "os")?;
+    let mut options = PushOptions::beside(&tree.root);
+    options.state = workspace_sync::StateDir::new(dir.join("os-state"));
+    let archive = dir.join("os.tar");
+    let tar_c = trees::tar_c(&tree.root, &archive)?;
+    let pushed = workspace_sync::push(&client, &agent, &tree.root, &options)?;
+    let saved = Duration::from_millis(pushed.took_ms);
+    let tar_x = trees::tar_x(&archive, &dir.join("os-untar"))?;
+    let _ = std::fs::remove_file(&archive);
+    let into = dir.join("os-restored");
+    let started = std::time::Instant::now();
+    match workspace_sync::pull(&client, &agent, &into, &PullOptions::beside(&into))? {
+        PullOutcome::Restored(_) => {}
+        PullOutcome::NoWorkspace => bail!("no workspace to pull"),
+    }
+    let restored = started.elapsed();
+    let _ = std::fs::remove_dir_all(&into);
+    let _ = std::fs::remove_dir_all(dir.join("os-untar"));
+    host.stop()?;
+    let what = "synthetic tree, host with `--durability os` (no fsync, as `tar`)";
+    Ok(vec![
+        Line {
+            what: format!("{what}: full save"),
+            stasis: report::millis(saved),
+            baseline: format!("`tar c` {}", report::millis(tar_c)),
+            ratio: ratio(saved, tar_c),
+            aim: "(what the fsyncs cost: not an aim)",
+            met: true,
+        },
+        Line {
+            what: format!("{what}: full restore, verified"),
+            stasis: report::millis(restored),
+            baseline: format!("`tar x` {}", report::millis(tar_x)),
+            ratio: ratio(restored, tar_x),
+            aim: "(what the fsyncs cost: not an aim)",
+            met: true,
+        },
+    ])
 }
 
 struct Side<'a> {
@@ -267,7 +334,7 @@ pub fn section(info: &RunInfo, lines: &[Line]) -> String {
 const NOTES: &str = "The saves and restores are `stasis_client::workspace_sync::push` and `pull` \
 (what `stasis-client workspace push|pull` runs) in the bench's process, against the host it \
 started (`--durability fsync`: every chunk batch is fsynced before it is acknowledged; `tar` \
-fsyncs nothing). A restore verifies every file and the root hash and ends with one `syncfs`. The \
+fsyncs nothing; the `--durability os` lines are a second host that fsyncs nothing either). A restore verifies every file and the root hash and ends with one `syncfs`. The \
 checkout is this repository's tracked files (`git ls-files`), copied: no `target/`, \
 `node_modules/` or `.git`. A one-file edit rewrites the first bytes of one file in the middle of \
 the tree, same length. Peak RSS is the host's `VmHWM`, reset (`clear_refs`) before each push and \

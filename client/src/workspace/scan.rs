@@ -177,7 +177,15 @@ pub fn scan(root: &Path, options: &ScanOptions) -> WorkspaceResult<Scan> {
     }
     let manifest = TreeManifest::new(options.chunking.clone(), builder.entries);
     let summary = manifest.check(&options.limits)?;
-    if let Some(path) = &options.index_path {
+    // Nothing read and as many records as before: every record came from the old index
+    // unchanged, so the file on disk is already this one (a save every few seconds of an
+    // unchanged tree writes nothing).
+    let unchanged = builder.stats.files_read == 0
+        && builder.stats.index_discarded.is_none()
+        && builder.new_index.len() == old_index.len();
+    if let Some(path) = &options.index_path
+        && !unchanged
+    {
         builder.new_index.save(path, &options.chunking)?;
     }
     Ok(Scan {

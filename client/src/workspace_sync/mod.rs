@@ -37,6 +37,7 @@
 mod batches;
 mod chunks;
 mod commit;
+mod held;
 mod prefetch;
 mod pull;
 mod push;

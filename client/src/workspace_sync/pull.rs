@@ -18,6 +18,7 @@ use stasis_domain::workspace::{ChunkRef, ContentHash, TreeLimits, TreeManifest};
 use super::PullOptions;
 use super::batches::{self, BATCHES_IN_FLIGHT};
 use super::chunks::{CHUNK_NOT_FOUND, ChunkRoutes};
+use super::held;
 use super::prefetch::Prefetch;
 use super::synced::{Synced, agent_key};
 use super::wire::StoredManifest;
@@ -90,14 +91,17 @@ pub fn pull(
         match restore(&routes, &stored, target) {
             Err(error) if vanished_chunk(&error) && round < HEAD_ROUNDS => continue,
             Err(error) => return Err(error),
-            Ok(mut restored) => {
+            Ok((mut restored, names)) => {
                 options.state.drop_index();
+                held::forget(&options.state);
                 options.state.save(&Synced {
                     agent: agent_key(agent),
                     root_hash: restored.root_hash,
                     version: restored.version,
                     chunking: stored.head.chunking.clone(),
                 })?;
+                // A cache: a push whose record is lost asks about every name.
+                let _ = held::save(&options.state, &restored.root_hash, names);
                 restored.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(0);
                 return Ok(PullOutcome::Restored(restored));
             }
@@ -138,8 +142,13 @@ fn vanished_chunk(error: &Error) -> bool {
     }
 }
 
-/// Fetches the pages and the chunks of `stored` and restores its tree as `target`.
-fn restore(routes: &ChunkRoutes<'_>, stored: &StoredManifest, target: &Path) -> Result<Restored> {
+/// Fetches the pages and the chunks of `stored` and restores its tree as `target`; with what
+/// was restored, every distinct chunk and page the version names.
+fn restore(
+    routes: &ChunkRoutes<'_>,
+    stored: &StoredManifest,
+    target: &Path,
+) -> Result<(Restored, Vec<ContentHash>)> {
     let bytes_fetched = AtomicU64::new(0);
     let chunks_fetched = AtomicU64::new(0);
     let manifest = fetch_manifest(routes, &stored.head, &bytes_fetched)?;
@@ -159,7 +168,9 @@ fn restore(routes: &ChunkRoutes<'_>, stored: &StoredManifest, target: &Path) -> 
         let mut take = take;
         workspace::restore(&manifest, &root, target, &mut take)
     })?;
-    Ok(Restored {
+    let mut names = manifest.unique_chunks();
+    names.extend(stored.head.pages.iter().map(|p| p.sha256));
+    let restored = Restored {
         version: stored.version,
         root_hash: root,
         event_watermark: stored.event_watermark,
@@ -171,7 +182,8 @@ fn restore(routes: &ChunkRoutes<'_>, stored: &StoredManifest, target: &Path) -> 
         chunks_fetched: chunks_fetched.load(Ordering::Relaxed),
         bytes_fetched: bytes_fetched.load(Ordering::Relaxed),
         took_ms: 0,
-    })
+    };
+    Ok((restored, names))
 }
 
 /// The pages of `head`, fetched in batches and checked in order into the whole manifest.

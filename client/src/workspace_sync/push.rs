@@ -1,6 +1,7 @@
 //! The push: scan the folder (the index spares unchanged files a read), skip it all when the
 //! tree's root hash is the one last synced, else split the manifest into pages, ask which chunks
-//! and pages the store lacks, upload those in batches of many chunks (a few batches in flight,
+//! and pages the store lacks (only those the last synced version did not name: [`super::held`]),
+//! upload those in batches of many chunks (a few batches in flight,
 //! each chunk read from its file when its batch is framed), and commit the head under `If-Match` of the last synced root hash (`If-None-Match:
 //! *` for a first version). A 409 `chunks_missing` uploads what it names and commits again; a
 //! 412 re-reads the current version (already ours: done) and commits once more against it.
@@ -21,6 +22,7 @@ use super::PushOptions;
 use super::batches::{self, BATCHES_IN_FLIGHT};
 use super::chunks::ChunkRoutes;
 use super::commit::{Committed, Precondition};
+use super::held;
 use super::synced::{Synced, agent_key};
 use super::wire::{ManifestUpload, WorkspaceReceipt};
 use crate::error::{Error, Result};
@@ -33,6 +35,9 @@ use crate::workspace::{self, Scan, WorkspaceError};
 const SCAN_ROUNDS: usize = 3;
 /// Commits tried before giving up on a server that keeps naming missing chunks.
 const COMMIT_ROUNDS: usize = 4;
+/// New names a push uploads without asking `missing` first, at most (and one batch's bytes):
+/// a one-file edit's few chunks and pages.
+const DIRECT_UPLOAD_NAMES: usize = 64;
 /// A page holds at most this share of the tree's bytes (within the domain's page bounds): an
 /// edit that keeps its entry's length re-sends only the page that holds it, so a one-file edit
 /// moves about 0.5% of the tree in manifest bytes, not a whole 1 MB page of a 10 MB tree.
@@ -123,6 +128,12 @@ pub fn push(
         agent,
         deadline: options.deadline,
     };
+    // The last synced version's names: the store held them, so `missing` is not asked about
+    // them (the commit still checks every one).
+    let known = synced
+        .as_ref()
+        .map(|s| held::load(&options.state, &s.root_hash))
+        .unwrap_or_default();
     let mut round = 0;
     loop {
         round += 1;
@@ -147,16 +158,19 @@ pub fn push(
             return Ok(pushed);
         }
         let sending = Sending::new(&routes, &scan, options.event_watermark)?;
-        match sending.run(synced.as_ref()) {
+        match sending.run(synced.as_ref(), &known) {
             Err(error) if changed_since_scan(&error) && round < SCAN_ROUNDS => continue,
             Err(error) => return Err(error),
             Ok(receipt) => {
+                held::forget(&options.state);
                 options.state.save(&Synced {
                     agent: agent_key(agent),
                     root_hash: receipt.root_hash,
                     version: receipt.version,
                     chunking: scan.manifest.chunking.clone(),
                 })?;
+                // A cache: a push whose record is lost asks about every name next time.
+                let _ = held::save(&options.state, &receipt.root_hash, sending.names());
                 pushed.transfer = sending.transfer();
                 pushed.receipt = Some(receipt);
                 pushed.took_ms = millis_since(started);
@@ -217,8 +231,8 @@ impl<'a> Sending<'a> {
         })
     }
 
-    /// Uploads what the store lacks and commits; the stored version.
-    fn run(&self, synced: Option<&Synced>) -> Result<WorkspaceReceipt> {
+    /// Every distinct file chunk and page the version names.
+    fn names(&self) -> Vec<ContentHash> {
         let mut names = self.scan.manifest.unique_chunks();
         let mut seen: HashSet<ContentHash> = names.iter().copied().collect();
         names.extend(
@@ -228,7 +242,23 @@ impl<'a> Sending<'a> {
                 .map(|p| p.sha256)
                 .filter(|h| seen.insert(*h)),
         );
-        let mut to_send: Vec<ContentHash> = {
+        names
+    }
+
+    /// Uploads what the store lacks and commits; the stored version. `known` (the last synced
+    /// version's names) are not asked about: the commit names any the store lost.
+    fn run(
+        &self,
+        synced: Option<&Synced>,
+        known: &HashSet<ContentHash>,
+    ) -> Result<WorkspaceReceipt> {
+        let mut names = self.names();
+        names.retain(|name| !known.contains(name));
+        let mut to_send: Vec<ContentHash> = if self.fits_one_batch(&names) {
+            // Sending them costs one request, as asking would: a one-file edit goes straight
+            // to its upload (a name the store holds already is stored again, harmlessly).
+            names
+        } else {
             let missing = self.routes.missing(&names)?;
             names.retain(|name| missing.contains(name));
             names
@@ -265,6 +295,26 @@ impl<'a> Sending<'a> {
             what: format!("PUT {}", self.routes.agent.path("/workspace/manifest")),
             detail: format!("chunks still missing after {COMMIT_ROUNDS} uploads"),
         })
+    }
+
+    /// Whether `names` (all of them known here) fit one upload batch: then they are sent
+    /// without asking `missing` first.
+    fn fits_one_batch(&self, names: &[ContentHash]) -> bool {
+        let framed: u64 = names
+            .iter()
+            .map(|hash| {
+                let size = match self.pages.get(hash) {
+                    Some(page) => page.bytes.len() as u64,
+                    None => self
+                        .scan
+                        .chunks
+                        .location(hash)
+                        .map_or(u64::MAX / 2, |(_, _, size)| u64::from(size)),
+                };
+                size.saturating_add(FRAME_HEADER as u64)
+            })
+            .fold(0, u64::saturating_add);
+        names.len() <= DIRECT_UPLOAD_NAMES && framed <= batches::BATCH_BYTES
     }
 
     /// Uploads chunks and pages in batches ([`batches::group`]), [`BATCHES_IN_FLIGHT`] at a

@@ -119,6 +119,72 @@ fn only_what_changed_is_sent_and_an_unchanged_tree_sends_nothing() {
     );
 }
 
+#[test]
+fn a_save_after_an_edit_asks_missing_only_about_names_the_last_sync_did_not_hold() {
+    let server = FakeServer::start();
+    let client = server.client();
+    let dir = tempfile::tempdir().expect("dir");
+    let folder = dir.path().join("work");
+    tree(&folder);
+    // More names than a push sends without asking.
+    for n in 0..100 {
+        std::fs::write(folder.join(format!("src/{n}.txt")), format!("file {n}\n")).expect("file");
+    }
+    let options = push_options(&folder);
+    let first = push(&client, &polecat(), &folder, &options).expect("first");
+    let all_names = first.transfer.chunks_total + first.transfer.pages_total;
+    assert_eq!(
+        server.missing_names(),
+        all_names,
+        "a first push asks about every name"
+    );
+
+    std::fs::write(folder.join("src/main.rs"), "fn main() { edit(); }\n").expect("edit");
+    let requests = server.requests().len();
+    let edited = push(&client, &polecat(), &folder, &options).expect("edited");
+    assert_eq!(
+        server.missing_names(),
+        all_names,
+        "the new chunk and page fit one batch: sent without asking about any name"
+    );
+    assert_eq!(edited.transfer.chunks_sent + edited.transfer.pages_sent, 2);
+    let asked: Vec<String> = server.requests().split_off(requests);
+    assert_eq!(asked.len(), 2, "one upload, one commit: {asked:?}");
+
+    // A copy pulled elsewhere knows the version's names too.
+    let copy = dir.path().join("copy");
+    pull(&client, &polecat(), &copy, &PullOptions::beside(&copy)).expect("pulled");
+    std::fs::write(copy.join("zero"), "now one line\n").expect("edit");
+    let pushed = push(&client, &polecat(), &copy, &push_options(&copy)).expect("from the copy");
+    assert_eq!(server.missing_names(), all_names);
+    assert_eq!(pushed.transfer.chunks_sent + pushed.transfer.pages_sent, 2);
+}
+
+#[test]
+fn names_the_store_lost_since_the_last_sync_are_named_by_the_commit_and_sent_again() {
+    let server = FakeServer::start();
+    let client = server.client();
+    let dir = tempfile::tempdir().expect("dir");
+    let folder = dir.path().join("work");
+    tree(&folder);
+    let options = push_options(&folder);
+    push(&client, &polecat(), &folder, &options).expect("first");
+    server.forget_everything();
+    std::fs::write(folder.join("src/main.rs"), "fn main() { edit(); }\n").expect("edit");
+    let edited = push(&client, &polecat(), &folder, &options).expect("edited");
+    assert_eq!(edited.receipt.expect("stored").version, 2);
+    assert_eq!(
+        edited.transfer.chunks_sent, edited.transfer.chunks_total,
+        "every chunk went again"
+    );
+    let copy = dir.path().join("copy");
+    let pulled = pull(&client, &polecat(), &copy, &PullOptions::beside(&copy)).expect("pulled");
+    let PullOutcome::Restored(restored) = pulled else {
+        panic!("a restored tree");
+    };
+    assert_eq!(restored.root_hash, root_of(&folder));
+}
+
 fn root_of_version(server: &FakeServer, version: u64) -> ContentHash {
     server.root_of(version).expect("a version")
 }

@@ -28,6 +28,9 @@ fn unchanged_files_are_not_read_again() {
     let first = scan_with(&tree, &options(&index));
     assert_eq!((first.stats.files_read, first.stats.files_reused), (200, 0));
     assert!(index.exists());
+    // The index is replaced by a rename when it is written: a new inode.
+    let inode = || std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&index).expect("index"));
+    let written = inode();
 
     let second = scan_with(&tree, &options(&index));
     assert_eq!(
@@ -36,6 +39,11 @@ fn unchanged_files_are_not_read_again() {
     );
     assert_eq!(second.stats.bytes_read, 0);
     assert_eq!(second.manifest, first.manifest);
+    assert_eq!(
+        inode(),
+        written,
+        "nothing read: the index is not written again"
+    );
     // What a push reads comes from the files the index vouched for.
     let hash = second.manifest.unique_chunks()[0];
     assert!(second.read_chunk(&hash).is_ok());
@@ -45,6 +53,8 @@ fn unchanged_files_are_not_read_again() {
     let third = scan_with(&tree, &options(&index));
     assert_eq!((third.stats.files_read, third.stats.files_reused), (1, 199));
     assert_ne!(third.summary.root_hash, first.summary.root_hash);
+    assert_ne!(inode(), written, "a file read: the index is written");
+    let written = inode();
 
     std::fs::remove_file(tree.join("src/8.txt")).expect("rm");
     let fourth = scan_with(&tree, &options(&index));
@@ -53,6 +63,7 @@ fn unchanged_files_are_not_read_again() {
         (0, 199)
     );
     assert_eq!(fourth.summary.files, 199);
+    assert_ne!(inode(), written, "a file gone: the index is written");
 }
 
 #[test]

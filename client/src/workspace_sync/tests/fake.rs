@@ -23,6 +23,8 @@ struct Store {
     requests: Vec<String>,
     preconditions: Vec<String>,
     chunk_puts: u64,
+    /// Names asked about by `missing` calls, all told.
+    missing_names: u64,
     batch_uploads: u64,
     batch_fetches: u64,
     conflicts: u64,
@@ -85,6 +87,16 @@ impl FakeServer {
     pub fn batches(&self) -> (u64, u64) {
         let store = self.lock();
         (store.batch_uploads, store.batch_fetches)
+    }
+
+    /// Names asked about by `missing` calls so far.
+    pub fn missing_names(&self) -> u64 {
+        self.lock().missing_names
+    }
+
+    /// Drops every chunk and page (as a collection after another machine's versions would).
+    pub fn forget_everything(&self) {
+        self.lock().chunks.clear();
     }
 
     pub fn conflicts(&self) -> u64 {
@@ -198,9 +210,9 @@ fn answer(store: &mut Store, request: &Request) -> (u16, Vec<u8>, Option<Content
     match (request.method.as_str(), rest) {
         ("POST", "/missing") => {
             let asked: Value = serde_json::from_slice(&request.body).expect("json");
-            let missing: Vec<Value> = asked["chunks"]
-                .as_array()
-                .expect("chunks")
+            let asked = asked["chunks"].as_array().expect("chunks");
+            store.missing_names += asked.len() as u64;
+            let missing: Vec<Value> = asked
                 .iter()
                 .filter(|c| {
                     let hash: ContentHash = c.as_str().expect("hex").parse().expect("hash");
@@ -322,6 +334,15 @@ fn commit(store: &mut Store, request: &Request) -> (u16, Vec<u8>, Option<Content
             .expect("a file chunk");
         store.chunks.remove(&hash);
         return error(409, "chunks_missing", json!({ "missing": [hash] }));
+    }
+    let lacking: Vec<ContentHash> = head
+        .pages
+        .iter()
+        .map(|p| p.sha256)
+        .filter(|h| !store.chunks.contains_key(h))
+        .collect();
+    if !lacking.is_empty() {
+        return error(409, "chunks_missing", json!({ "missing": lacking }));
     }
     let pages: Vec<Vec<u8>> = head
         .pages

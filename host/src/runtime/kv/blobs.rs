@@ -27,8 +27,8 @@ use writing::{Unsettled, WholeHashing};
 /// keeps the domain's 1 MiB floor).
 const SPLIT_CHUNK_SIZE: u64 = 4 * 1024 * 1024;
 
-/// The snapshots bucket of the KV folder; each operation runs on a
-/// blocking thread (files are written and fsynced). A whole-file PUT's
+/// The snapshots bucket of the KV folder; each operation runs on one of
+/// the KV threads ([`super::io_threads`]: files are written and fsynced). A whole-file PUT's
 /// chunks wait, unsettled, in this handle (one per request), which also
 /// carries the file's running hash.
 #[derive(Clone)]
@@ -56,9 +56,9 @@ impl HostBlobs {
         op: impl FnOnce(&KvFolder, &BucketHandle) -> Result<T, KvError> + Send + 'static,
     ) -> Result<T, DomainError> {
         let (kv, bucket) = (Arc::clone(&self.kv), self.bucket.clone());
-        tokio::task::spawn_blocking(move || op(&kv, &bucket))
+        super::io_threads::run(move || op(&kv, &bucket))
             .await
-            .map_err(|err| DomainError::Storage(format!("a KV task failed: {err}")))?
+            .ok_or_else(|| DomainError::Storage("a KV task failed".into()))?
             .map_err(kv_error)
     }
 }
