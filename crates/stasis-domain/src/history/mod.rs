@@ -46,11 +46,13 @@
 mod call;
 pub mod documents;
 pub mod pins;
+pub mod point;
 pub mod retention;
 pub mod versions;
 
 pub use call::{HistoryCall, HistoryReply, execute, is_write};
 pub use pins::Pin;
+pub use point::{Point, PointBody, StateAt, VersionAt};
 pub use retention::RetentionPolicy;
 pub use versions::{HistoryPage, VersionInfo};
 
