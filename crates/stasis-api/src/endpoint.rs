@@ -92,6 +92,8 @@ pub enum AgentEndpoint {
     HistoryPins,
     /// `/history/pins/{pin}`
     HistoryPin(String),
+    /// `/fork`: a new agent from this one's state at a point.
+    Fork,
     /// `/export`
     Export,
     /// `/import`

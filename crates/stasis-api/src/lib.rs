@@ -33,6 +33,7 @@ pub mod error;
 mod events;
 pub mod export;
 mod fencing;
+mod fork_http;
 mod history_http;
 pub mod idempotency;
 mod import;

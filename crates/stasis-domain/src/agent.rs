@@ -10,6 +10,7 @@ use crate::{
     DomainError,
     agent_state::{self, StateCall, StateReply},
     conversation::{Budget, PriorConversation, Recalled, StoredSummary, SummaryKey},
+    fork::{self, ForkCall, ForkReply},
     history::{self, HistoryCall, HistoryReply},
     recall::{self, DispatchContext},
     snapshot::{self, SnapshotCall, SnapshotReply},
@@ -38,6 +39,8 @@ pub enum AgentCall {
     Workspace(WorkspaceCall),
     /// Versions kept and pins.
     History(HistoryCall),
+    /// A fork's point and lineage.
+    Fork(ForkCall),
     /// The conversation rebuilt from the log.
     Conversation {
         /// Turns and tokens to keep.
@@ -86,6 +89,8 @@ pub enum AgentReply {
     Workspace(WorkspaceReply),
     /// The answer to a history call.
     History(HistoryReply),
+    /// The answer to a fork call.
+    Fork(ForkReply),
     /// A rebuilt conversation.
     Conversation(PriorConversation),
     /// A conversation with summaries wanted, and the summariser's work.
@@ -102,6 +107,7 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
     snapshot::migrate(store)?;
     workspace_store::migrate(store)?;
     history::migrate(store)?;
+    crate::fork::migrate(store)?;
     agent_state::migrate(store)?;
     crate::fence::migrate(store)?;
     Ok(())
@@ -160,6 +166,7 @@ pub fn execute(
             AgentReply::Workspace(workspace_store::execute(store, call, env)?)
         }
         AgentCall::History(call) => AgentReply::History(history::execute(store, call, env.now_ms)?),
+        AgentCall::Fork(call) => AgentReply::Fork(fork::execute(store, call, env)?),
         AgentCall::Conversation { budget, session_id } => {
             AgentReply::Conversation(recall::conversation(store, budget, session_id.as_deref())?)
         }
@@ -188,6 +195,7 @@ pub fn is_write(call: &AgentCall) -> bool {
         AgentCall::State(call) => agent_state::is_write(call),
         AgentCall::Workspace(call) => workspace_store::is_write(call),
         AgentCall::History(call) => history::is_write(call),
+        AgentCall::Fork(call) => fork::is_write(call),
     }
 }
 
