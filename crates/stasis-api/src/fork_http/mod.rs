@@ -164,10 +164,8 @@ async fn write<O: Snapshots>(
         let role = checked.role.unwrap_or_default();
         let register = town_op::register_agent(target.rig.clone(), target.agent.clone(), role);
         objects.town(&target.town, register).await?;
-        objects
-            .agent(target, op::fork_set_lineage(lineage.clone()))
-            .await?;
-        objects.agent(target, op::import_commit(ticket)).await?;
+        let commit = op::fork_commit(ticket, lineage.clone(), state.clone());
+        objects.agent(target, commit).await?;
         Ok::<_, ApiError>(())
     }
     .await;

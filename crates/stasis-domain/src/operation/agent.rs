@@ -70,9 +70,9 @@ operations! {
     /// The agent's lineage, if it is a fork.
     fork_lineage() -> Option<Lineage>
         = C::Fork(F::Lineage), A::Fork(FR::Lineage(lineage)) => lineage;
-    /// Records a fork's lineage.
-    fork_set_lineage(lineage: Lineage) -> ()
-        = C::Fork(F::SetLineage { lineage }), A::Fork(FR::Done) => ();
+    /// Commits a fork's import with its lineage and current versions.
+    fork_commit(ticket: u64, lineage: Lineage, state: StateAt) -> ImportSummary
+        = C::Fork(F::Commit { ticket, lineage, state }), A::Fork(FR::Committed(summary)) => summary;
     /// Forgets a fork's lineage; answers what it was.
     fork_clear_lineage() -> Option<Lineage>
         = C::Fork(F::ClearLineage), A::Fork(FR::Lineage(lineage)) => lineage;
