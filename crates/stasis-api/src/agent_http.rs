@@ -150,7 +150,7 @@ async fn destroy<O: Objects + Snapshots>(
     }
     // Only once the fork names nothing: its holds in its origins go (a
     // destroy cut short keeps the lineage, and a retried one ends this).
-    let was_fork = crate::fork_http::release_lineage(objects, key).await?;
+    let was_fork = crate::fork_chunks::release_lineage(objects, key).await?;
     let forget = town_op::forget_agent(key.rig.clone(), key.agent.clone());
     let forgotten = objects.town(&key.town, forget).await?;
     if !(existed || had_stored || forgotten || was_fork) {

@@ -4,7 +4,7 @@
 //! any of them, the checkpoint and memory of the point, and kilo.db and
 //! the workspace as manifests of adopted chunks.
 
-use super::chunks::{self, Taken};
+use crate::fork_chunks::{self as chunks, Taken};
 use crate::{Snapshots, error::ApiError, import::Batch};
 use stasis_domain::{
     DomainError,

@@ -1,7 +1,7 @@
 //! `POST /agents/{agent}/fork`: a new agent of the same town (any rig)
-//! started from this agent's state at a point of its history, and the
-//! fork's side of a destroy (its holds released). How it is stored is
-//! `stasis_domain::fork`'s doc; this runs its steps across the objects:
+//! started from this agent's state at a point of its history. How it is
+//! stored is `stasis_domain::fork`'s doc; this runs its steps across the
+//! objects:
 //!
 //! 1. the source's record (404 `agent_not_found`) and the point (400, or
 //!    404 `version_not_found`), then the target must not exist (409
@@ -10,9 +10,12 @@
 //! 3. each origin holds the fork's chunks ([`chunks::hold`]), the fork's
 //!    lineage key is written, and the fork adopts the chunks;
 //! 4. one import of the fork's state ([`copy::stage`]), the town's registry,
-//!    the lineage row, and the import's commit.
+//!    then the import's commit with the lineage row and the fork's current
+//!    versions as history.
 //!
 //! A refusal after step 3 releases the holds and drops what was staged.
+//! The chunk steps, and a fork's side of a destroy, are in
+//! [`crate::fork_chunks`].
 
 #![allow(
     clippy::disallowed_macros,
@@ -20,10 +23,9 @@
     reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
 )]
 
-mod chunks;
 mod copy;
 
-use crate::{Snapshots, body, error::ApiError};
+use crate::{Snapshots, body, error::ApiError, fork_chunks as chunks};
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde::Deserialize;
@@ -177,27 +179,4 @@ async fn write<O: Snapshots>(
         let _ = objects.snapshot_sweep(target).await;
     }
     committed
-}
-
-/// A destroyed agent that was a fork releases its holds in its origins
-/// and its lineage key. Answers whether it was a fork. Called before the
-/// destroy reads `existed`, so that a destroy cut short is finished by a
-/// retried `DELETE`.
-pub async fn release_lineage<O: Snapshots>(objects: &O, key: &AgentKey) -> Result<bool, ApiError> {
-    let Some(lineage) = objects.agent(key, op::fork_lineage()).await? else {
-        return Ok(false);
-    };
-    let failed = chunks::release(objects, key, &lineage.holds_in).await;
-    if !failed.is_empty() {
-        return Err(ApiError::from(DomainError::Unavailable(Refusal::new(
-            "origin_unavailable",
-            format!(
-                "the fork's holds in {} could not be released; delete it again shortly",
-                failed.join(", ")
-            ),
-        ))));
-    }
-    chunks::delete_lineage_key(objects, key).await;
-    objects.agent(key, op::fork_clear_lineage()).await?;
-    Ok(true)
 }

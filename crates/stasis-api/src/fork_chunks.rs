@@ -1,16 +1,18 @@
 //! A fork's chunks: which the source's versions at the point name, where
 //! each key lives (its origin), the holds each origin keeps for the fork,
-//! and the fork's adoption of them. No chunk byte is read or written.
+//! the fork's adoption of them, and their release when the fork is
+//! destroyed. No chunk byte is read or written.
 
 use crate::{AfterCommit, Snapshots, error::ApiError};
 use stasis_domain::{
-    DomainError,
+    DomainError, Refusal,
     chunk_store::{
         self, lineage, operations as chunk_op,
         origins::{origin_name, parse_origin},
         ports::{BlobStore as _, ChunkObject as _},
     },
     ids::AgentKey,
+    operation::agent as op,
     workspace_store::{operations as workspace_op, ports::WorkspaceObject as _},
 };
 use std::collections::BTreeMap;
@@ -23,7 +25,7 @@ const MAX_PARTS: u64 = 10_000;
 
 /// The chunks a fork takes, each with its size and origin (`rig/agent`).
 #[derive(Debug, Default)]
-pub(super) struct Taken {
+pub(crate) struct Taken {
     /// Name, size and origin, once each.
     pub chunks: Vec<(String, u64, String)>,
 }
@@ -44,7 +46,7 @@ impl Taken {
 
 /// Every name workspace version `version` of the source names: its pages,
 /// then its files' chunks.
-pub(super) async fn workspace_names(
+pub(crate) async fn workspace_names(
     objects: &impl Snapshots,
     source: &AgentKey,
     version: u64,
@@ -65,7 +67,7 @@ pub(super) async fn workspace_names(
 
 /// Where the source's chunks `names` are: each once, with its size and
 /// origin (the source itself for its own).
-pub(super) async fn locate(
+pub(crate) async fn locate(
     objects: &impl Snapshots,
     source: &AgentKey,
     names: Vec<String>,
@@ -96,7 +98,7 @@ pub(super) async fn locate(
 }
 
 /// The agent an origin names, in the fork's town.
-pub(super) fn origin_key(town: &str, origin: &str) -> Result<AgentKey, ApiError> {
+pub(crate) fn origin_key(town: &str, origin: &str) -> Result<AgentKey, ApiError> {
     let (rig, agent) = parse_origin(origin)?;
     Ok(AgentKey {
         town: town.to_owned(),
@@ -107,7 +109,7 @@ pub(super) fn origin_key(town: &str, origin: &str) -> Result<AgentKey, ApiError>
 
 /// Each origin holds what the fork takes from it (before the fork names
 /// any of it). Answers the origins now holding for the fork.
-pub(super) async fn hold(
+pub(crate) async fn hold(
     objects: &impl Snapshots,
     fork: &AgentKey,
     taken: &Taken,
@@ -126,7 +128,7 @@ pub(super) async fn hold(
 /// The fork's holds in `origins` go (a refused fork, or its destroy);
 /// answers the origins that could not be reached (a later destroy of the
 /// fork's id retries them).
-pub(super) async fn release(
+pub(crate) async fn release(
     objects: &impl Snapshots,
     fork: &AgentKey,
     origins: &[String],
@@ -156,7 +158,7 @@ pub(super) async fn release(
 
 /// The fork records the chunks it takes as its own rows naming their
 /// origin, kept for the pending time (its import names them).
-pub(super) async fn adopt(
+pub(crate) async fn adopt(
     objects: &impl Snapshots,
     fork: &AgentKey,
     taken: &Taken,
@@ -171,7 +173,7 @@ pub(super) async fn adopt(
 
 /// Writes the fork's lineage key: its ancestors' folders, its source
 /// first, so that its reads find the chunks it took.
-pub(super) async fn write_lineage_key(
+pub(crate) async fn write_lineage_key(
     objects: &impl Snapshots,
     fork: &AgentKey,
     ancestors: &[String],
@@ -187,9 +189,35 @@ pub(super) async fn write_lineage_key(
 }
 
 /// Deletes the fork's lineage key (the fork is destroyed, or was refused).
-pub(super) async fn delete_lineage_key(objects: &impl Snapshots, fork: &AgentKey) {
+pub(crate) async fn delete_lineage_key(objects: &impl Snapshots, fork: &AgentKey) {
     let key = lineage::lineage_key(&chunk_store::key_prefix(fork));
     if let Ok(blobs) = objects.snapshot_blobs() {
         let _ = blobs.delete(&key).await;
     }
+}
+
+/// A destroyed agent that was a fork releases its holds in its origins
+/// and its lineage key. Answers whether it was a fork. Called before the
+/// destroy reads `existed`, so that a destroy cut short is finished by a
+/// retried `DELETE`.
+pub(crate) async fn release_lineage<O: Snapshots>(
+    objects: &O,
+    key: &AgentKey,
+) -> Result<bool, ApiError> {
+    let Some(lineage) = objects.agent(key, op::fork_lineage()).await? else {
+        return Ok(false);
+    };
+    let failed = release(objects, key, &lineage.holds_in).await;
+    if !failed.is_empty() {
+        return Err(ApiError::from(DomainError::Unavailable(Refusal::new(
+            "origin_unavailable",
+            format!(
+                "the fork's holds in {} could not be released; delete it again shortly",
+                failed.join(", ")
+            ),
+        ))));
+    }
+    delete_lineage_key(objects, key).await;
+    objects.agent(key, op::fork_clear_lineage()).await?;
+    Ok(true)
 }
