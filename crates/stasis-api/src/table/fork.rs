@@ -27,6 +27,7 @@ pub(super) static ROUTES: &[Route] = &[Route {
             (400, &["invalid_request"]),
             (404, &["agent_not_found", "version_not_found"]),
             (409, &["agent_exists", "chunks_missing", "mayor_exists"]),
+            (503, &["snapshot_propagating", "chunk_being_collected"]),
         ],
     }],
 }];
