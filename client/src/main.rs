@@ -46,6 +46,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
         Command::Boot(args) => cli::boot::boot(&client, &out, args),
         Command::Drain(args) => cli::drain::drain(&client, &out, args),
         Command::Tail(args) => cli::tail::tail(&client, args),
+        Command::Restore(args) => cli::restore::restore(&client, &out, args),
         Command::Sidecar(args) => cli::sidecar::sidecar(&client, &out, args),
         Command::Supervise(args) => cli::supervise::supervise(&client, &out, args),
         Command::Up(args) => cli::supervise::up(&client, &out, args),

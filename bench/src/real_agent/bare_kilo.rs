@@ -2,7 +2,9 @@
 //! A session with one turn, then kilo SIGKILLed and started again by hand on the same home,
 //! timed from the spawn to the session's messages answered (what the supervised restart is
 //! measured to), then once more from the spawn to a prompt (sent as soon as kilo is healthy)
-//! reaching the model (what the continuation on the next container is measured to).
+//! reaching the model (what the continuation on the next container is measured to), with a
+//! second kilo starting beside it on a home of its own, as the next container starts the
+//! Mayor's and the polecat's at once.
 
 use anyhow::{Context, Result};
 use stasis_kilo_harness::supervision::log::poll;
@@ -18,7 +20,8 @@ const PATIENCE: Duration = Duration::from_secs(120);
 pub struct BareKilo {
     /// Spawned after a SIGKILL → the session's messages answered.
     pub restart_to_served: Duration,
-    /// Spawned after a SIGKILL → a prompt sent at once reached the model.
+    /// Spawned after a SIGKILL, beside a second kilo starting → a prompt sent at once reached
+    /// the model.
     pub start_to_model: Duration,
 }
 
@@ -53,8 +56,21 @@ pub fn measure(dir: &Path) -> Result<BareKilo> {
     let restart_to_served = spawned.elapsed();
     kilo.kill();
 
+    // The second agent's home holds a session and a turn too, as the polecat's does.
+    let second =
+        KiloOptions::new(dir.join("home-beside"), &model.base_url()).startup_timeout(PATIENCE);
+    let beside = Kilo::start(&second)?;
+    let beside_session = beside.api().create_session()?;
+    let beside_events = beside.events()?;
+    beside
+        .api()
+        .prompt_async(&beside_session, "What is on today's plan?")?;
+    beside_events.wait_for_idle(&beside_session, 0, PATIENCE)?;
+    beside.kill();
+
     let before = model_turns(&model);
     let spawned = Instant::now();
+    let beside = std::thread::spawn(move || Kilo::start(&second));
     let kilo = Kilo::start(&options)?;
     kilo.api().prompt_async(&session, "And after that?")?;
     poll(
@@ -66,6 +82,10 @@ pub fn measure(dir: &Path) -> Result<BareKilo> {
     .context("kilo's own start to the model")?;
     let start_to_model = spawned.elapsed();
     kilo.kill();
+    match beside.join() {
+        Ok(started) => started?.kill(),
+        Err(_) => anyhow::bail!("the kilo started beside panicked"),
+    }
     model.stop();
     Ok(BareKilo {
         restart_to_served,

@@ -43,10 +43,14 @@ baseline: it adds kilo's own start running slower beside a second kilo and the s
 Continuation: a \
 container is SIGKILLed whole while the Mayor's reply streams; the clock runs from the next \
 container's `stasis-client up` to the model receiving the continuation, which includes \
-hydrating kilo.db and kilo's own start (the baseline, measured in that container). Inbox: 50 \
-Mayor messages a round, each from the start of its `POST /mayor/message` to \
-`follow_inbox`'s delivery into the running kilo; the baseline is kilo's own start in that \
-round, as the issue asks for each figure, not a like-for-like operation.
+hydrating kilo.db and kilo's own start; the baseline is kilo alone, SIGKILLed and started \
+again by hand beside a second kilo starting (the container starts the Mayor's and the \
+polecat's at once, and on two cores the two starts slow each other), with a prompt sent as \
+soon as it is healthy, to the model receiving it. Inbox: 50 \
+Mayor messages a round, each posted once kilo is idle after the previous one's turn, from the \
+start of its `POST /mayor/message` to `follow_inbox`'s delivery into the running kilo; the \
+baseline is kilo's own part of each delivery (its `prompt_async` round trip), and stasis's \
+share is the total less it.
 - Reading the ratios: the sidecar batches, waiting up to its 25 ms linger for more events before it sends, where the paced baseline sends each event at once, so its delay is about the linger; a burst goes through the sidecar's one batch in flight at a time. A recovery is boot (tens of milliseconds) plus kilo's own start, so it meets 3 s only where kilo starts in under 3 s.
 ";
 

@@ -36,15 +36,17 @@ pub struct Supervised {
     pub continuation_over: Latency,
     /// A Mayor message posted to delivered into the running kilo.
     pub inbox: Latency,
-    /// kilo's own start on the resume story's container B (spawn to listening).
-    pub kilo_resume: Latency,
+    /// Of `inbox`: kilo accepting the message (its `prompt_async` round trip).
+    pub inbox_runtime: Latency,
+    /// Of `inbox`: the rest, stasis's share.
+    pub inbox_stasis: Latency,
 }
 
 /// `rounds` rounds of both stories against `stasis`, whose secret is `secret`.
 pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Result<Supervised> {
     let client = client_bin()?;
     let kilo = stasis_kilo_harness::kilo_bin()?;
-    let mut samples: [Vec<Duration>; 10] = Default::default();
+    let mut samples: [Vec<Duration>; 11] = Default::default();
     for round in 0..rounds {
         eprintln!("  round {}: kilo alone, restarted by hand", round + 1);
         let bare = bare_kilo::measure(&dir.join(format!("bare-{round}")))?;
@@ -84,7 +86,8 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
         };
         let report = resume::play(&options, &|_| {})?;
         samples[6].extend(report.latencies.total.iter().copied());
-        samples[7].push(report.kilo_start_b);
+        samples[7].extend(report.latencies.runtime.iter().copied());
+        samples[10].extend(report.latencies.stasis.iter().copied());
     }
     let [
         crash,
@@ -94,9 +97,10 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
         bare_to_model,
         continuation_over,
         inbox,
-        resume_start,
+        inbox_runtime,
         over_bare,
         kill_to_exit,
+        inbox_stasis,
     ] = samples.map(|s| Latency::of(s).context("no rounds"));
     Ok(Supervised {
         crash_to_served: crash?,
@@ -108,6 +112,7 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
         bare_to_model: bare_to_model?,
         continuation_over: continuation_over?,
         inbox: inbox?,
-        kilo_resume: resume_start?,
+        inbox_runtime: inbox_runtime?,
+        inbox_stasis: inbox_stasis?,
     })
 }

@@ -117,6 +117,13 @@ pub enum Command {
     /// 410 cursor_expired (exit code 4).
     Tail(TailArgs),
 
+    /// Restore an agent in place to a point: its kilo.db, workspace, checkpoint and memory.
+    ///
+    /// Exactly one of --seq, --at, --kind with --version, or --pin. Prints the answer as JSON
+    /// on stdout; its `undo.pin` undoes the restore (`restore --pin <it>`). A live container
+    /// holding the agent refuses it (409 agent_live) unless --fence. Sent once, never retried.
+    Restore(super::restore_args::RestoreArgs),
+
     /// Run beside one agent runtime (kilo serve): forward its events, keep its kilo.db pushed.
     ///
     /// Follows the runtime's GET /event stream for the agent's whole life and appends every

@@ -6,6 +6,8 @@ pub mod boot;
 pub mod drain;
 pub mod fork;
 pub mod output;
+pub mod restore;
+pub mod restore_args;
 pub mod sidecar;
 pub mod sidecar_args;
 pub mod snapshot;

@@ -2,6 +2,7 @@
 //! decoding and the retry loop.
 
 pub mod credentials;
+mod single;
 
 use std::io::Read;
 use std::sync::Arc;

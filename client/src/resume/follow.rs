@@ -220,10 +220,12 @@ impl Follower {
                     if delivery.sent {
                         self.delivered.fetch_add(1, Ordering::Relaxed);
                         self.say(&format!(
-                            "delivered seq {} as {} (decided and sent in {} µs)",
+                            "delivered seq {} as {} (decided and sent in {} µs, of which the \
+                             runtime accepting it {} µs)",
                             delivery.seq,
                             delivery.message_id,
-                            started.elapsed().as_micros()
+                            started.elapsed().as_micros(),
+                            delivery.runtime_took.as_micros()
                         ));
                     }
                     self.newest_id = Some(delivery.message_id);

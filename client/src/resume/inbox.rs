@@ -7,7 +7,7 @@
 //! appends nothing and keeps the first.
 
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -157,6 +157,9 @@ pub struct Delivery {
     pub message_id: String,
     /// Sent now (`false`: it had arrived already).
     pub sent: bool,
+    /// How long the runtime took to accept the message (its `prompt_async`): the runtime's
+    /// own share of a delivery decided now (zero when an earlier decision was completed).
+    pub runtime_took: Duration,
 }
 
 /// Decides and makes the delivery of `message` into the target's session, once. `known` is
@@ -215,6 +218,7 @@ pub(crate) fn deliver(
 }
 
 fn send(target: &Target<'_>, record: Delivered, message: &InboxMessage) -> Result<Delivery> {
+    let started = Instant::now();
     target
         .kilo
         .prompt(target.session, &record.message_id, &message.text)?;
@@ -222,6 +226,7 @@ fn send(target: &Target<'_>, record: Delivered, message: &InboxMessage) -> Resul
         seq: message.seq,
         message_id: record.message_id,
         sent: true,
+        runtime_took: started.elapsed(),
     })
 }
 
@@ -248,6 +253,7 @@ fn finish(
         seq: message.seq,
         message_id: record.message_id.clone(),
         sent,
+        runtime_took: Duration::ZERO,
     }))
 }
 

@@ -3,7 +3,8 @@
 //!
 //! - **Start**: the agent's home environment (`HOME`, `KILO_TEST_HOME`, every `XDG_*_HOME`,
 //!   `TMPDIR` under `{root}/agent-home-{agent}`; `home.rs`), kilo.db hydrated when the home has
-//!   none, the runtime started in a process group of its own and its URL read from its listening
+//!   none (its sessions made in another home, a fork's source's, moved to this agent's working
+//!   folder: `relocate.rs`), the runtime started in a process group of its own and its URL read from its listening
 //!   line (`process.rs`), the [`sidecar`](crate::sidecar) beside it, the agent's session and port
 //!   in the town's registry (`registry.rs`), then the [`OnReady`] hook (where the cut turn is
 //!   finished and the inbox delivered) once the sidecar follows the runtime's events.
@@ -35,6 +36,7 @@ mod home;
 mod journal;
 mod process;
 mod registry;
+mod relocate;
 mod run;
 mod runtime_api;
 mod start_limit;

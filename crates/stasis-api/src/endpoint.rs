@@ -94,6 +94,8 @@ pub enum AgentEndpoint {
     HistoryPin(String),
     /// `/fork`: a new agent from this one's state at a point.
     Fork,
+    /// `/restore`: restore in place to a point or a pin.
+    Restore,
     /// `/export`
     Export,
     /// `/import`

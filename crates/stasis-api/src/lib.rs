@@ -44,6 +44,7 @@ mod openapi;
 mod query;
 pub mod reply;
 pub mod request_log;
+mod restore_http;
 pub mod route;
 pub mod route_template;
 mod routes;

@@ -5,7 +5,7 @@ use crate::{
     auth::{Caller, KeyRing},
     chunk_batch,
     error::ApiError,
-    events, export, fork_http, history_http, import, mayor_http, query, reply,
+    events, export, fork_http, history_http, import, mayor_http, query, reply, restore_http,
     route::{AgentEndpoint, Endpoint, TownEndpoint},
     snapshot, snapshot_delta, sse, token_http, town_http, workspace_http,
 };
@@ -182,6 +182,7 @@ async fn agent_endpoint<O: Objects + Snapshots>(
             workspace_http::get_manifest(objects, key, headers, query.u64("version")?).await
         }
         AgentEndpoint::History => history_http::list(objects, key, query).await,
+        AgentEndpoint::Restore => restore_http::restore(objects, key, &body).await,
         AgentEndpoint::HistoryPins => history_http::pins(objects, key).await,
         AgentEndpoint::HistoryPin(name) => {
             history_http::pin(objects, key, &name, method, &body).await

@@ -13,6 +13,7 @@ use crate::{
     fork::{self, ForkCall, ForkReply},
     history::{self, HistoryCall, HistoryReply},
     recall::{self, DispatchContext},
+    restore::{self, RestoreCall, Restored},
     snapshot::{self, SnapshotCall, SnapshotReply},
     sql::SqlStore,
     summary_cache,
@@ -41,6 +42,8 @@ pub enum AgentCall {
     History(HistoryCall),
     /// A fork's point and lineage.
     Fork(ForkCall),
+    /// Restore in place to a point (or a pin).
+    Restore(RestoreCall),
     /// The conversation rebuilt from the log.
     Conversation {
         /// Turns and tokens to keep.
@@ -91,6 +94,8 @@ pub enum AgentReply {
     History(HistoryReply),
     /// The answer to a fork call.
     Fork(ForkReply),
+    /// What a restore did.
+    Restored(Restored),
     /// A rebuilt conversation.
     Conversation(PriorConversation),
     /// A conversation with summaries wanted, and the summariser's work.
@@ -167,6 +172,7 @@ pub fn execute(
         }
         AgentCall::History(call) => AgentReply::History(history::execute(store, call, env.now_ms)?),
         AgentCall::Fork(call) => AgentReply::Fork(fork::execute(store, call, env)?),
+        AgentCall::Restore(call) => AgentReply::Restored(restore::execute(store, call, env)?),
         AgentCall::Conversation { budget, session_id } => {
             AgentReply::Conversation(recall::conversation(store, budget, session_id.as_deref())?)
         }
@@ -186,7 +192,7 @@ pub fn execute(
 /// True when the call may change the object (and so needs a durable commit).
 pub fn is_write(call: &AgentCall) -> bool {
     match call {
-        AgentCall::AppendEvents(_) | AgentCall::StoreSummary { .. } => true,
+        AgentCall::AppendEvents(_) | AgentCall::StoreSummary { .. } | AgentCall::Restore(_) => true,
         AgentCall::ReadEvents(_)
         | AgentCall::Conversation { .. }
         | AgentCall::SummarisedConversation { .. }

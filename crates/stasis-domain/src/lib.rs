@@ -44,6 +44,7 @@ pub mod limits;
 pub mod object_env;
 pub mod operation;
 pub mod recall;
+pub mod restore;
 pub mod snapshot;
 pub mod sql;
 pub mod summary_cache;

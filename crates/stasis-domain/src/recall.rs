@@ -40,7 +40,7 @@ pub fn conversation(
     budget: &Budget,
     session_id: Option<&str>,
 ) -> Result<PriorConversation, DomainError> {
-    let events = event_log::of_types(store, conversation::MESSAGE_EVENT_TYPES, session_id)?;
+    let events = conversation_events(store, session_id)?;
     Ok(conversation::rebuild(&events, budget))
 }
 
@@ -52,7 +52,7 @@ pub fn summarised_conversation(
     budget: &Budget,
     session_id: Option<&str>,
 ) -> Result<Recalled, DomainError> {
-    let events = event_log::of_types(store, conversation::MESSAGE_EVENT_TYPES, session_id)?;
+    let events = conversation_events(store, session_id)?;
     let key = SummaryKey {
         session_id: session_id.map(str::to_owned),
         budget: budget.clone(),
@@ -64,6 +64,22 @@ pub fn summarised_conversation(
         key,
         cached,
     ))
+}
+
+/// The message events of one session or all, with every restore of the
+/// log among them (a restore has no session), in seq order.
+fn conversation_events(
+    store: &impl SqlStore,
+    session_id: Option<&str>,
+) -> Result<Vec<event_log::Event>, DomainError> {
+    let mut events = event_log::of_types(store, conversation::MESSAGE_EVENT_TYPES, session_id)?;
+    let restores = event_log::of_types(store, &[conversation::RESTORED_EVENT], None)?;
+    if restores.is_empty() {
+        return Ok(events);
+    }
+    events.extend(restores);
+    events.sort_by_key(|event| event.seq);
+    Ok(events)
 }
 
 /// The checkpoint, conversation, snapshot and watermark, read at once;

@@ -47,12 +47,17 @@ fn state(store: &SqliteStore, at: i64, call: StateCall) {
 }
 
 fn kilo_db(store: &SqliteStore, at: i64, bytes: &[u8]) {
+    kilo_db_covering(store, at, bytes, None);
+}
+
+/// A kilo.db version whose pusher says it covers the log up to `watermark`.
+fn kilo_db_covering(store: &SqliteStore, at: i64, bytes: &[u8], watermark: Option<u64>) {
     let commit = SnapshotCall::Commit {
         version: 0,
         sha256: stasis_domain::chunk_store::sha256_hex(bytes),
         size: bytes.len() as u64,
         precondition: None,
-        event_watermark: None,
+        event_watermark: watermark,
         inline: Some(bytes.to_vec()),
         kv_key: None,
         grace_ms: 0,
@@ -147,6 +152,30 @@ fn a_seq_resolves_each_kind_to_its_newest_version_by_then() {
     assert_eq!(now.seq, 4);
     let past = resolve(&store, Point::Seq(1));
     assert!(past.checkpoint.is_some_and(|v| !v.current && v.seq == 1));
+}
+
+#[test]
+fn a_version_whose_watermark_lags_resolves_at_the_seq_it_was_written() {
+    // A sidecar that just started pushes with watermark 0: its bytes are the runtime's state
+    // now, so a point before now must not resolve to them, current or superseded.
+    let store = story();
+    let kilo_at = |seq| {
+        resolve(&store, Point::Seq(seq))
+            .db_snapshot
+            .map(|v| v.version)
+    };
+    kilo_db_covering(&store, 5_000, b"third", Some(0));
+    assert_eq!(kilo_at(3), Some(2));
+    assert_eq!(kilo_at(4), Some(3));
+    event(&store, 6_000);
+    kilo_db_covering(&store, 6_000, b"fourth", Some(0));
+    assert_eq!(
+        kilo_at(2),
+        Some(1),
+        "the superseded third version keeps its seq, 4"
+    );
+    assert_eq!(kilo_at(4), Some(3));
+    assert_eq!(kilo_at(5), Some(4));
 }
 
 #[test]

@@ -102,6 +102,7 @@ fn every_documented_route_is_described_with_its_methods() {
             &["get", "put", "delete"],
         ),
         (format!("{agent}/fork"), &["post"]),
+        (format!("{agent}/restore"), &["post"]),
     ];
     let document = document();
     for (path, methods) in expected {

@@ -48,7 +48,7 @@ fn a_mayor_cut_mid_reply_resumes_by_itself_and_gets_its_inbox_once() {
          kilo's own start {:.0?}, after_start {:.0?});\n  inbox posted to delivered into the \
          running kilo, {} messages: p50 {:.1?}, p99 {:.1?} (of which the POST /mayor/message \
          round trip p50 {:.1?}, p99 {:.1?}; the follower's record and prompt_async p50 {:.1?}, \
-         p99 {:.1?})",
+         p99 {:.1?}; of that, kilo's prompt_async p50 {:.1?}, p99 {:.1?})",
         report.to_continuation,
         report.boot_b,
         report.kilo_start_b,
@@ -60,5 +60,7 @@ fn a_mayor_cut_mid_reply_resumes_by_itself_and_gets_its_inbox_once() {
         p(&lat.post, 99),
         p(&lat.deliver, 50),
         p(&lat.deliver, 99),
+        p(&lat.runtime, 50),
+        p(&lat.runtime, 99),
     );
 }

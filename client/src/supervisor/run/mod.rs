@@ -12,12 +12,12 @@ use serde_json::json;
 use super::home::{self, HomeEnv, Hydrated};
 use super::journal::Journal;
 use super::process::{self, Exit, Runtime, Spawned};
-use super::registry;
 use super::runtime_api::RuntimeApi;
 use super::start_limit::{StartLimit, Verdict};
 use super::status::{self, Status};
 use super::workspace::Keeper;
 use super::{Msg, OnReady, Outcome, SuperviseOptions, Supervisor, millis};
+use super::{registry, relocate};
 use crate::boot::kilo_db_path;
 use crate::error::{Error, Result};
 use crate::http::Client;
@@ -29,6 +29,9 @@ mod periodic;
 
 /// How often the loop looks at the turn deadline, the fence and the registry.
 const TICK: Duration = Duration::from_millis(250);
+/// How often it looks until the ready hook ran: the cut reply's continuation and the inbox wait
+/// on that hook, and a whole tick would add up to 250 ms to a recovery.
+const READY_TICK: Duration = Duration::from_millis(10);
 /// What the sidecar gets to flush after a crash.
 const CRASH_FLUSH: Duration = Duration::from_secs(30);
 
@@ -196,6 +199,13 @@ impl<'c> Loop<'c> {
             Hydrated::Pulled(size) => format!("hydrated {} ({size} bytes)", db.display()),
             Hydrated::Fresh => "no snapshot in stasis: the agent starts fresh".to_owned(),
         });
+        let moved = relocate::sessions_into(&db, &options.home(), &workdir)?;
+        if moved > 0 {
+            (self.log)(&format!(
+                "{moved} kilo session(s) made in another home (a fork's source) now run in {}",
+                workdir.display()
+            ));
+        }
         Ok(env)
     }
 
@@ -322,7 +332,8 @@ impl<'c> Loop<'c> {
     /// Watches a run until it crashes (answers its exit, when known) or the supervisor ends.
     fn watch(&mut self, run: &mut Run) -> Watched {
         loop {
-            match self.inbox.recv_timeout(TICK) {
+            let tick = if run.ready_called { TICK } else { READY_TICK };
+            match self.inbox.recv_timeout(tick) {
                 Ok(Msg::Signal(name)) => {
                     self.signals += 1;
                     (self.log)(&format!("{name} received: evicting"));

@@ -3,9 +3,12 @@
 use super::{
     Body, Operation, Route, agent::agent, agent::delete, agent::json, agent::read, schema,
 };
-use crate::{endpoint::AgentEndpoint, history_http};
+use crate::{endpoint::AgentEndpoint, history_http, restore_http};
 use http::Method;
-use stasis_domain::history::{HistoryPage, Pin};
+use stasis_domain::{
+    history::{HistoryPage, Pin},
+    restore::Restored,
+};
 
 const PIN: Body = Body::Json(schema::<Pin>);
 
@@ -78,5 +81,31 @@ pub(super) static ROUTES: &[Route] = &[
             },
             delete("Removes the pin.", &[(404, &["pin_not_found"])]),
         ],
+    },
+    Route {
+        template: "/api/towns/{town}/rigs/{rig}/agents/{agent}/restore",
+        public: false,
+        endpoint: |p| agent(p, AgentEndpoint::Restore),
+        operations: &[Operation {
+            method: Method::POST,
+            summary: "Restores the agent in place: its kilo.db, workspace, checkpoint and \
+                      memory become what they were at a point (`seq`, `at`, or `kind` with \
+                      `version`) or at a pin's seq (`pin`: an undo handle is one). New \
+                      versions name the old chunks; a `stasis.restored` event records it; the \
+                      answer's `undo.pin` puts the agent back. A live container holding the \
+                      agent refuses it (409 `agent_live`) unless `fence` is true.",
+            request: Body::Json(schema::<restore_http::RestoreBody>),
+            query: &[],
+            headers: &[],
+            replies: &[json(
+                200,
+                "What each kind became, and the undo handle.",
+                Body::Json(schema::<Restored>),
+            )],
+            errors: &[
+                (404, &["version_not_found", "pin_not_found"]),
+                (409, &["agent_live", "too_many_pins", "container_fenced"]),
+            ],
+        }],
     },
 ];

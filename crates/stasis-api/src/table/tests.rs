@@ -103,6 +103,7 @@ fn every_endpoint() -> Vec<Endpoint> {
         AgentEndpoint::HistoryPins,
         AgentEndpoint::HistoryPin("p".into()),
         AgentEndpoint::Fork,
+        AgentEndpoint::Restore,
         AgentEndpoint::Export,
         AgentEndpoint::Import,
         AgentEndpoint::Dispatch,

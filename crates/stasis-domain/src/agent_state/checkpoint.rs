@@ -108,7 +108,11 @@ pub fn delete(store: &impl SqlStore, env: &ObjectEnv) -> Result<(), DomainError>
 }
 
 /// Keeps the checkpoint a write replaces as history.
-fn keep_previous(store: &impl SqlStore, deletes: bool, env: &ObjectEnv) -> Result<(), DomainError> {
+pub(super) fn keep_previous(
+    store: &impl SqlStore,
+    deletes: bool,
+    env: &ObjectEnv,
+) -> Result<(), DomainError> {
     let previous = load(store)?;
     let previous = previous
         .as_ref()

@@ -90,7 +90,7 @@ pub fn delete(store: &impl SqlStore, key: &str, env: &ObjectEnv) -> Result<(), D
 }
 
 /// Keeps the value a write of `key` replaces as history.
-fn keep_previous(
+pub(super) fn keep_previous(
     store: &impl SqlStore,
     key: &str,
     deletes: bool,

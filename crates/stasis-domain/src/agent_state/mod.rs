@@ -32,6 +32,7 @@ mod manifest;
 mod memory;
 mod raw_json;
 mod record;
+pub mod restore;
 mod schema;
 mod sessions;
 pub mod staging;

@@ -142,6 +142,7 @@ mod message;
 mod parse;
 mod prompt;
 mod raw;
+mod restores;
 mod summary;
 mod summary_prompt;
 mod text;
@@ -169,6 +170,7 @@ pub const MESSAGE_EVENT_TYPES: &[&str] = &[
 
 pub use budget::{Budget, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_MAX_TOKENS, MAX_MAX_TURNS};
 pub use prompt::{dispatch_prompt, escape_wrapper_tags};
+pub use restores::{RESTORED_EVENT, after_restores};
 pub use summary::{
     Recalled, SUMMARY_MAX_TOKENS, SUMMARY_MIN_TOKENS, SUMMARY_ROLE, SeqTurn, StoredSummary,
     SummaryKey, SummaryNote, SummaryStatus, SummaryWork, allowance, fit_summary, place_summary,
@@ -187,16 +189,18 @@ use crate::event_log::Event;
 pub const UNKNOWN_ROLE: &str = "assistant";
 
 /// Rebuilds the conversation from `events` (in seq order, already narrowed
-/// to a session if the caller wants one) and keeps what fits `budget`.
+/// to a session if the caller wants one, with the `stasis.restored` events
+/// of the whole log among them: see [`after_restores`]) and keeps what fits
+/// `budget`.
 ///
 /// Linear in the events' total size: each event's JSON is parsed once.
 pub fn rebuild(events: &[Event], budget: &Budget) -> PriorConversation {
-    budget::keep_recent(assemble::assemble(events), budget)
+    budget::keep_recent(assemble::assemble(&after_restores(events)), budget)
 }
 
 /// Every turn of `events` (as [`rebuild`] assembles them, before any
 /// budget), each with the seq of its message's first event: what
 /// [`plan`] needs to tell covered turns from new ones.
 pub fn turns_with_seqs(events: &[Event]) -> Vec<SeqTurn> {
-    assemble::assemble_with_seqs(events)
+    assemble::assemble_with_seqs(&after_restores(events))
 }

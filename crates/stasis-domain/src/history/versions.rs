@@ -119,6 +119,30 @@ pub fn keep(
     Ok(())
 }
 
+/// Keeps a recorded deletion (a restore to a point without one) as
+/// history, before a write replaces it.
+pub fn keep_deletion(
+    store: &impl SqlStore,
+    kind: Kind,
+    recorded: Option<Current>,
+    now_ms: i64,
+) -> Result<(), DomainError> {
+    let Some(deleted) = recorded.filter(|c| c.deleted) else {
+        return Ok(());
+    };
+    let old = Superseded {
+        kind,
+        key: "",
+        version: deleted.version,
+        seq: deleted.seq,
+        created_at: deleted.created_at,
+        deleted: true,
+        body: None,
+        inline: None,
+    };
+    keep(store, &old, now_ms)
+}
+
 /// Records the current version of `(kind, key)`.
 pub fn set_current(
     store: &impl SqlStore,

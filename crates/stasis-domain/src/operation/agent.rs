@@ -13,6 +13,7 @@ use crate::{
     fork::{ForkCall as F, ForkReply as FR, Lineage},
     history::{HistoryCall as H, HistoryPage, HistoryReply as HR, Kind, Pin, PointBody, StateAt},
     recall::DispatchContext,
+    restore::{RestoreCall, Restored},
     snapshot::{SnapshotCall, SnapshotReply, operations::SnapshotOperation},
     typed_operation::{Operation, operations},
     workspace_store::{WorkspaceCall, WorkspaceReply, operations::WorkspaceOperation},
@@ -154,6 +155,9 @@ operations! {
     /// Removes a pin.
     delete_pin(name: String) -> ()
         = C::History(H::DeletePin { name }), A::History(HR::Deleted) => ();
+    /// Restores the agent in place.
+    restore(call: RestoreCall) -> Restored
+        = C::Restore(call), A::Restored(restored) => restored;
     /// Removes a memory entry.
     delete_memory(key: String) -> ()
         = C::State(S::DeleteMemory { key }), A::State(SR::Deleted) => ();

@@ -16,8 +16,11 @@ use crate::{
     sql::{RowExt, SqlStore},
 };
 
-/// Keeps the current version as history, before a write replaces it.
+/// Keeps the current version as history, before a write replaces it: at
+/// the seq history recorded for it (a restored version's is its restore's,
+/// not its bytes' watermark), and a restore's "no kilo.db" as a deletion.
 pub(super) fn keep_current(store: &impl SqlStore, now_ms: i64) -> Result<(), DomainError> {
+    let recorded = versions::current(store, Kind::DbSnapshot, "")?;
     match rules::current(store)? {
         // The single-key layout: its key is deleted by the caller.
         Some((_, Some(_))) => Ok(()),
@@ -29,11 +32,14 @@ pub(super) fn keep_current(store: &impl SqlStore, now_ms: i64) -> Result<(), Dom
             let body = serde_json::to_string(&meta).map_err(|err| {
                 DomainError::Storage(format!("encoding a snapshot's metadata: {err}"))
             })?;
+            let seq = recorded
+                .filter(|c| c.version == meta.version)
+                .map_or(meta.event_watermark, |c| c.seq);
             let old = Superseded {
                 kind: Kind::DbSnapshot,
                 key: "",
                 version: meta.version,
-                seq: meta.event_watermark,
+                seq,
                 created_at: meta.created_at,
                 deleted: false,
                 body: Some(&body),
@@ -41,7 +47,7 @@ pub(super) fn keep_current(store: &impl SqlStore, now_ms: i64) -> Result<(), Dom
             };
             versions::keep(store, &old, now_ms)
         }
-        None => Ok(()),
+        None => versions::keep_deletion(store, Kind::DbSnapshot, recorded, now_ms),
     }
 }
 
@@ -54,9 +60,14 @@ pub(super) fn made_current(
     (now_ms, policy): (i64, &RetentionPolicy),
     readable_until: i64,
 ) -> Result<(), DomainError> {
+    // The log's last seq when it was written: its watermark may lag (a push at a runtime's
+    // start covers nothing yet), and a point must never resolve to a version written after it.
+    let seq = meta
+        .event_watermark
+        .max(crate::event_log::state(store)?.last_seq);
     let current = Current {
         version: meta.version,
-        seq: meta.event_watermark,
+        seq,
         created_at: meta.created_at,
         deleted: false,
     };

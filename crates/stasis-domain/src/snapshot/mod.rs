@@ -44,6 +44,7 @@ pub mod manifest;
 pub mod operations;
 pub mod ports;
 pub mod ranges;
+pub mod restore;
 mod rules;
 pub mod saga;
 mod schema;

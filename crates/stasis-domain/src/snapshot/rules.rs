@@ -216,6 +216,14 @@ pub fn clear_current(store: &impl SqlStore, readable_until: i64) -> Result<(), D
     Ok(())
 }
 
+/// Forgets the current snapshot's rows but not its manifest (a restore
+/// kept it as history).
+pub fn clear_rows(store: &impl SqlStore) -> Result<(), DomainError> {
+    store.run("DELETE FROM snapshot_meta", Vec::new())?;
+    store.run("DELETE FROM snapshot_inline", Vec::new())?;
+    Ok(())
+}
+
 /// The current snapshot's metadata alone.
 pub fn current_meta(store: &impl SqlStore) -> Result<Option<SnapshotMeta>, DomainError> {
     Ok(current(store)?.map(|(meta, _)| meta))

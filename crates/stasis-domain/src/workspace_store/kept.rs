@@ -15,22 +15,28 @@ use crate::{
     sql::{RowExt, SqlStore},
 };
 
-/// Keeps `previous` (the version a commit replaced) as history.
+/// Keeps `previous` (the version a commit replaced) as history: at the
+/// seq history recorded for it (a restored version's is its restore's, not
+/// its files' watermark), and a restore's "no workspace" as a deletion.
 pub(super) fn keep(
     store: &impl SqlStore,
     previous: Option<&WorkspaceVersion>,
     now_ms: i64,
 ) -> Result<(), DomainError> {
+    let recorded = versions::current(store, Kind::Workspace, "")?;
     let Some(previous) = previous else {
-        return Ok(());
+        return versions::keep_deletion(store, Kind::Workspace, recorded, now_ms);
     };
+    let seq = recorded
+        .filter(|c| c.version == previous.version)
+        .map_or(previous.event_watermark, |c| c.seq);
     let body = serde_json::to_string(previous)
         .map_err(|err| DomainError::Storage(format!("encoding a workspace version: {err}")))?;
     let old = Superseded {
         kind: Kind::Workspace,
         key: "",
         version: previous.version,
-        seq: previous.event_watermark,
+        seq,
         created_at: previous.created_at,
         deleted: false,
         body: Some(&body),
@@ -47,9 +53,14 @@ pub(super) fn made_current(
     (now_ms, policy): (i64, &RetentionPolicy),
     readable_until: i64,
 ) -> Result<(), DomainError> {
+    // The log's last seq when it was written: its watermark may lag (a push at a runtime's
+    // start covers nothing yet), and a point must never resolve to a version written after it.
+    let seq = version
+        .event_watermark
+        .max(crate::event_log::state(store)?.last_seq);
     let current = Current {
         version: version.version,
-        seq: version.event_watermark,
+        seq,
         created_at: version.created_at,
         deleted: false,
     };

@@ -32,6 +32,7 @@ mod call;
 pub mod kept;
 pub mod operations;
 pub mod ports;
+pub mod restore;
 mod rules;
 pub mod saga;
 pub mod staged;
