@@ -50,5 +50,6 @@ fn run(cli: Cli) -> Result<u8, Error> {
         Command::Sidecar(args) => cli::sidecar::sidecar(&client, &out, args),
         Command::Supervise(args) => cli::supervise::supervise(&client, &out, args),
         Command::Up(args) => cli::supervise::up(&client, &out, args),
+        Command::Fork(args) => cli::fork::fork(&client, &out, args),
     }
 }

@@ -173,3 +173,44 @@ fn boot_prints_the_container_id_on_stderr_and_the_dispatches_on_stdout() {
         .expect("the container id is printed");
     assert_eq!(mock.requests()[0].json(), json!({"container_id": id}));
 }
+
+#[test]
+fn fork_posts_the_point_and_prints_the_forks_record() {
+    let mock = Mock::start(|request: &Request| {
+        if request.method != "POST" || request.path() != "/api/towns/t/rigs/r/agents/a/fork" {
+            return Response::error(404, "not_found", "no such route");
+        }
+        let body = request.json();
+        if body != json!({"point": {"kind": "checkpoint", "version": 4}, "agent": "b", "rig": "r2"})
+        {
+            return Response::error(400, "invalid_request", &body.to_string());
+        }
+        Response::json(
+            201,
+            &json!({"agent_id": "b", "rig_id": "r2",
+                    "forked_from": {"rig": "r", "agent": "a", "seq": 12}}),
+        )
+    });
+    let agent = ["--town", "t", "--rig", "r", "--agent", "a"];
+    let mut args = vec!["-q", "fork"];
+    args.extend(agent);
+    args.extend([
+        "--kind",
+        "checkpoint",
+        "--version",
+        "4",
+        "--to-agent",
+        "b",
+        "--to-rig",
+        "r2",
+    ]);
+    let output = cli(Some(&mock.url), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let record: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(record["forked_from"]["seq"], 12);
+    // A point is required, and only one.
+    let mut two = vec!["fork"];
+    two.extend(agent);
+    two.extend(["--seq", "3", "--at", "5", "--to-agent", "b"]);
+    assert_eq!(cli(Some(&mock.url), &two).status.code(), Some(2));
+}

@@ -188,6 +188,46 @@ pub enum Command {
     /// otherwise) and forwards SIGTERM/SIGINT to the supervisors. Exits when the last supervisor
     /// has: 9 if any was fenced, else the first non-zero code, else 0.
     Up(UpArgs),
+
+    /// Fork an agent at a point into a new agent of the same town (any rig).
+    ///
+    /// POST .../agents/{agent}/fork: the new agent gets the events up to the point and the
+    /// kilo.db, workspace, checkpoint and memory of that point, and `forked_from` in its record.
+    /// No chunk is copied: the fork names the source's chunks, which the source keeps while the
+    /// fork lives (even once the source is deleted). The point is one of --seq, --at (ms since
+    /// the epoch) or --kind with --version. Prints the fork's record as JSON; 409 agent_exists
+    /// when the new id is taken (also on a retry whose first attempt had succeeded).
+    Fork(ForkArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("point").required(true).args(["seq", "at", "version"])))]
+pub struct ForkArgs {
+    /// The agent to fork.
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    /// The point: a seq of its log.
+    #[arg(long)]
+    pub seq: Option<u64>,
+    /// The point: a time, ms since the epoch.
+    #[arg(long)]
+    pub at: Option<i64>,
+    /// The point: the moment a version of this kind was written (db_snapshot, workspace,
+    /// checkpoint, memory); with --version.
+    #[arg(long, requires = "version")]
+    pub kind: Option<String>,
+    /// The version of --kind.
+    #[arg(long, requires = "kind")]
+    pub version: Option<u64>,
+    /// The new agent's id.
+    #[arg(long = "to-agent")]
+    pub to_agent: String,
+    /// The new agent's rig (the source's when absent).
+    #[arg(long = "to-rig")]
+    pub to_rig: Option<String>,
+    /// The new agent's role (the source's; a mayor's fork is `mayor-fork`).
+    #[arg(long)]
+    pub role: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,6 +4,7 @@
 pub mod args;
 pub mod boot;
 pub mod drain;
+pub mod fork;
 pub mod output;
 pub mod restore;
 pub mod restore_args;

@@ -21,6 +21,7 @@ use stasis_domain::{
     DomainError, Refusal,
     agent_state::{AgentSummary, MemoryEntry, SessionRecord},
     conversation::Budget,
+    fork::ForkedFrom,
     ids::AgentKey,
     operation::{agent as op, town as town_op},
     snapshot::SnapshotMeta,
@@ -47,6 +48,9 @@ pub(crate) struct AgentView<'a> {
     snapshot: Option<SnapshotMeta>,
     has_checkpoint: bool,
     workspace: Option<crate::workspace_http::SummaryView>,
+    /// Where the agent was forked from, when it is a fork.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forked_from: Option<ForkedFrom>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -94,7 +98,7 @@ pub async fn summary(objects: &impl Objects, key: &AgentKey) -> Result<AgentSumm
     Ok(objects.agent(key, op::get_agent()).await?)
 }
 
-async fn view<O: Objects + Snapshots>(
+pub(crate) async fn view<O: Objects + Snapshots>(
     objects: &O,
     key: &AgentKey,
     status: StatusCode,
@@ -105,6 +109,10 @@ async fn view<O: Objects + Snapshots>(
         .await?
         .map(|(meta, _)| meta);
     let workspace = crate::workspace_http::summary(objects, key).await?;
+    let forked_from = objects
+        .agent(key, op::fork_lineage())
+        .await?
+        .map(|lineage| lineage.forked_from);
     Ok(reply::json(
         status,
         &AgentView {
@@ -120,6 +128,7 @@ async fn view<O: Objects + Snapshots>(
             snapshot,
             has_checkpoint: summary.has_checkpoint,
             workspace,
+            forked_from,
         },
     ))
 }
@@ -139,9 +148,12 @@ async fn destroy<O: Objects + Snapshots>(
     if had_stored {
         objects.snapshot_wipe(key).await?;
     }
+    // Only once the fork names nothing: its holds in its origins go (a
+    // destroy cut short keeps the lineage, and a retried one ends this).
+    let was_fork = crate::fork_chunks::release_lineage(objects, key).await?;
     let forget = town_op::forget_agent(key.rig.clone(), key.agent.clone());
     let forgotten = objects.town(&key.town, forget).await?;
-    if !(existed || had_stored || forgotten) {
+    if !(existed || had_stored || forgotten || was_fork) {
         return Err(DomainError::NotFound(Refusal::new(
             "agent_not_found",
             format!("agent {:?} has nothing to destroy", key.agent),

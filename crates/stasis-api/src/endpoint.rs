@@ -92,6 +92,8 @@ pub enum AgentEndpoint {
     HistoryPins,
     /// `/history/pins/{pin}`
     HistoryPin(String),
+    /// `/fork`: a new agent from this one's state at a point.
+    Fork,
     /// `/restore`: restore in place to a point or a pin.
     Restore,
     /// `/export`

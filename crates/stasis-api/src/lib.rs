@@ -33,6 +33,8 @@ pub mod error;
 mod events;
 pub mod export;
 mod fencing;
+mod fork_chunks;
+mod fork_http;
 mod history_http;
 pub mod idempotency;
 mod import;

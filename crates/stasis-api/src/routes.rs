@@ -5,7 +5,7 @@ use crate::{
     auth::{Caller, KeyRing},
     chunk_batch,
     error::ApiError,
-    events, export, history_http, import, mayor_http, query, reply, restore_http,
+    events, export, fork_http, history_http, import, mayor_http, query, reply, restore_http,
     route::{AgentEndpoint, Endpoint, TownEndpoint},
     snapshot, snapshot_delta, sse, token_http, town_http, workspace_http,
 };
@@ -187,6 +187,7 @@ async fn agent_endpoint<O: Objects + Snapshots>(
         AgentEndpoint::HistoryPin(name) => {
             history_http::pin(objects, key, &name, method, &body).await
         }
+        AgentEndpoint::Fork => fork_http::fork(objects, key, &body).await,
         AgentEndpoint::Workspace => workspace_http::delete(objects, key).await,
         AgentEndpoint::WorkspaceBatchUpload => chunk_batch::upload(objects, key, &body).await,
         AgentEndpoint::WorkspaceBatchFetch => chunk_batch::fetch(objects, key, &body).await,

@@ -10,6 +10,7 @@ use crate::{
     DomainError,
     agent_state::{self, StateCall, StateReply},
     conversation::{Budget, PriorConversation, Recalled, StoredSummary, SummaryKey},
+    fork::{self, ForkCall, ForkReply},
     history::{self, HistoryCall, HistoryReply},
     recall::{self, DispatchContext},
     restore::{self, RestoreCall, Restored},
@@ -39,6 +40,8 @@ pub enum AgentCall {
     Workspace(WorkspaceCall),
     /// Versions kept and pins.
     History(HistoryCall),
+    /// A fork's point and lineage.
+    Fork(ForkCall),
     /// Restore in place to a point (or a pin).
     Restore(RestoreCall),
     /// The conversation rebuilt from the log.
@@ -89,6 +92,8 @@ pub enum AgentReply {
     Workspace(WorkspaceReply),
     /// The answer to a history call.
     History(HistoryReply),
+    /// The answer to a fork call.
+    Fork(ForkReply),
     /// What a restore did.
     Restored(Restored),
     /// A rebuilt conversation.
@@ -107,6 +112,7 @@ pub fn migrate(store: &impl SqlStore) -> Result<(), DomainError> {
     snapshot::migrate(store)?;
     workspace_store::migrate(store)?;
     history::migrate(store)?;
+    crate::fork::migrate(store)?;
     agent_state::migrate(store)?;
     crate::fence::migrate(store)?;
     Ok(())
@@ -165,6 +171,7 @@ pub fn execute(
             AgentReply::Workspace(workspace_store::execute(store, call, env)?)
         }
         AgentCall::History(call) => AgentReply::History(history::execute(store, call, env.now_ms)?),
+        AgentCall::Fork(call) => AgentReply::Fork(fork::execute(store, call, env)?),
         AgentCall::Restore(call) => AgentReply::Restored(restore::execute(store, call, env)?),
         AgentCall::Conversation { budget, session_id } => {
             AgentReply::Conversation(recall::conversation(store, budget, session_id.as_deref())?)
@@ -194,6 +201,7 @@ pub fn is_write(call: &AgentCall) -> bool {
         AgentCall::State(call) => agent_state::is_write(call),
         AgentCall::Workspace(call) => workspace_store::is_write(call),
         AgentCall::History(call) => history::is_write(call),
+        AgentCall::Fork(call) => fork::is_write(call),
     }
 }
 

@@ -36,6 +36,7 @@ pub mod conversation;
 pub mod error;
 pub mod event_log;
 pub mod fence;
+pub mod fork;
 pub mod history;
 pub mod ids;
 pub mod json_limits;

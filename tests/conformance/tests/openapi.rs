@@ -101,6 +101,7 @@ fn every_documented_route_is_described_with_its_methods() {
             format!("{agent}/history/pins/{{pin}}"),
             &["get", "put", "delete"],
         ),
+        (format!("{agent}/fork"), &["post"]),
         (format!("{agent}/restore"), &["post"]),
     ];
     let document = document();

@@ -12,7 +12,7 @@ const BATCH_BYTES: usize = 4 * 1024 * 1024;
 
 /// The batch being gathered: elements of one array, in order.
 #[derive(Default)]
-pub(super) struct Batch {
+pub(crate) struct Batch {
     items: Option<ImportBatch>,
     count: usize,
     bytes: usize,

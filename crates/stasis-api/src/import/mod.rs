@@ -18,7 +18,7 @@
     reason = "the JsonSchema derive builds its schemas with json! and to_value over our own types, never stored data"
 )]
 
-mod batch;
+pub(crate) mod batch;
 mod input;
 mod reader;
 mod request;
@@ -29,7 +29,7 @@ mod tests;
 mod workspace;
 
 use crate::{Objects, Snapshots, error::ApiError, query::Query, reply};
-use batch::Batch;
+pub(crate) use batch::Batch;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use http::{Response, StatusCode};
@@ -41,6 +41,7 @@ use stasis_domain::{
     ids::AgentKey,
     operation::{agent as op, town as town_op},
 };
+pub(crate) use workspace::stage_version as stage_workspace_version;
 
 /// Runs `PUT /import` over `body`, chunk by chunk.
 pub async fn run<O, S>(

@@ -113,7 +113,7 @@ impl ChunkBatch {
 /// Before the import's commit: the head's pages are read and checked, and
 /// a version naming them and their chunks is staged (409 `chunks_missing`
 /// for any the import did not bring). Nothing to do without a head.
-pub(super) async fn stage_version(
+pub(crate) async fn stage_version(
     objects: &impl Snapshots,
     key: &AgentKey,
 ) -> Result<(), ApiError> {

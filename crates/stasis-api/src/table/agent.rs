@@ -121,8 +121,10 @@ pub(super) static ROUTES: &[Route] = &[
                 ],
             },
             delete(
-                "Destroys the agent: events, sessions, checkpoint, memory, snapshot.",
-                &[(404, &["agent_not_found"])],
+                "Destroys the agent: events, sessions, checkpoint, memory, snapshot. A fork \
+                 releases what it held in its origins (503 `origin_unavailable` when one \
+                 cannot be reached: delete it again).",
+                &[(404, &["agent_not_found"]), (503, &["origin_unavailable"])],
             ),
         ],
     },

@@ -9,6 +9,7 @@
 
 mod agent;
 mod errors;
+mod fork;
 mod history;
 mod operator;
 pub mod schemas;
@@ -111,6 +112,7 @@ pub fn routes() -> impl Iterator<Item = &'static Route> {
         .chain(snapshot::ROUTES)
         .chain(workspace::ROUTES)
         .chain(history::ROUTES)
+        .chain(fork::ROUTES)
         .chain(operator::ROUTES)
 }
 

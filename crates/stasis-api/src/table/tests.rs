@@ -102,6 +102,7 @@ fn every_endpoint() -> Vec<Endpoint> {
         AgentEndpoint::History,
         AgentEndpoint::HistoryPins,
         AgentEndpoint::HistoryPin("p".into()),
+        AgentEndpoint::Fork,
         AgentEndpoint::Restore,
         AgentEndpoint::Export,
         AgentEndpoint::Import,

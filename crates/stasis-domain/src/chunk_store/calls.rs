@@ -7,6 +7,8 @@ use super::{
     PENDING_CHUNK_TTL_MS,
     claims::{self, Claim, Taken, Times},
     digest::{ChunkHash, to_hex_all},
+    holds,
+    origins::{self, Adopted},
     table::{self, parse_all, parse_sized},
 };
 use crate::{DomainError, object_env::ObjectEnv, sql::SqlStore};
@@ -70,6 +72,39 @@ pub enum ChunkCall {
         /// Hex sha256s.
         chunks: Vec<String>,
     },
+    /// Each chunk's size and origin (`rig/agent`; `None`: this agent's own
+    /// folder), `None` where the store lacks it; changes nothing. A fork
+    /// asks its source.
+    Located {
+        /// Hex sha256s.
+        chunks: Vec<String>,
+    },
+    /// Records a fork's chunks whose keys another agent's folder holds
+    /// (see `origins`), kept for the pending time.
+    Adopt {
+        /// Hex sha256, size and origin (`rig/agent`) of each.
+        chunks: Vec<(String, u64, String)>,
+        /// How long they are kept while no manifest names them (ms).
+        #[serde(default = "default_pending_ttl")]
+        pending_ttl_ms: i64,
+    },
+    /// Fork `holder` (`rig/agent`) holds these chunks here (replacing its
+    /// hold, if any); 409 `chunks_missing` for one the store lacks.
+    Hold {
+        /// The fork.
+        holder: String,
+        /// Hex sha256s.
+        chunks: Vec<String>,
+    },
+    /// Fork `holder` releases its hold; the chunks nothing else names are
+    /// collected after `grace_ms`.
+    ReleaseHold {
+        /// The fork.
+        holder: String,
+        /// How long they stay readable (ms).
+        #[serde(default)]
+        grace_ms: i64,
+    },
 }
 
 /// The answer to a [`ChunkCall`].
@@ -86,6 +121,11 @@ pub enum ChunkReply {
     Recorded(Vec<bool>),
     /// Each asked-for chunk's size, `None` where the store lacks it.
     Sizes(Vec<Option<u64>>),
+    /// Each asked-for chunk's size and origin, `None` where the store
+    /// lacks it.
+    Located(Vec<Option<(u64, Option<String>)>>),
+    /// Whether there was such a thing.
+    Existed(bool),
     /// Nothing to say.
     Done,
 }
@@ -96,7 +136,8 @@ pub(super) fn default_pending_ttl() -> i64 {
 }
 
 /// Runs one call on the agent's store, inside the caller's transaction.
-/// Every chunk call but [`ChunkCall::StoredSizes`] may change the object.
+/// Every chunk call but [`ChunkCall::StoredSizes`] and
+/// [`ChunkCall::Located`] may change the object.
 pub fn execute(
     store: &impl SqlStore,
     call: &ChunkCall,
@@ -148,6 +189,43 @@ pub fn execute(
             let hashes = parse_all(chunks, "invalid_request")?;
             let sizes = table::stored_sizes(store, &table::distinct(&hashes))?;
             ChunkReply::Sizes(hashes.iter().map(|h| sizes.get(h).copied()).collect())
+        }
+        ChunkCall::Located { chunks } => {
+            let hashes = parse_all(chunks, "invalid_request")?;
+            let sizes = table::stored_sizes(store, &table::distinct(&hashes))?;
+            let origins = origins::origins(store, &table::distinct(&hashes))?;
+            let located = hashes
+                .iter()
+                .map(|h| sizes.get(h).map(|size| (*size, origins.get(h).cloned())))
+                .collect();
+            ChunkReply::Located(located)
+        }
+        ChunkCall::Adopt {
+            chunks,
+            pending_ttl_ms,
+        } => {
+            let mut adopted = Vec::with_capacity(chunks.len());
+            for (hex, size, origin) in chunks {
+                origins::parse_origin(origin)?;
+                let hash = parse_all(std::slice::from_ref(hex), "invalid_request")?;
+                adopted.extend(hash.into_iter().map(|hash| Adopted {
+                    hash,
+                    size: *size,
+                    origin: origin.clone(),
+                }));
+            }
+            let until = now.saturating_add(*pending_ttl_ms);
+            origins::adopt(store, &adopted, now, until)?;
+            ChunkReply::Done
+        }
+        ChunkCall::Hold { holder, chunks } => {
+            origins::parse_origin(holder)?;
+            holds::hold(store, holder, &parse_all(chunks, "invalid_request")?)?;
+            ChunkReply::Done
+        }
+        ChunkCall::ReleaseHold { holder, grace_ms } => {
+            let until = super::manifests::readable_until(now, *grace_ms);
+            ChunkReply::Existed(holds::release(store, holder, until)?)
         }
     })
 }

@@ -111,6 +111,9 @@ pub fn claim_uploads(
                      VALUES (?1, 0, ?2, 0, ?3, ?4)",
                     params![hash.to_vec(), UPLOADING, times.pending_until, times.now_ms],
                 )?;
+                // Its key is written in this folder: whatever it was
+                // adopted from before, it has no origin now.
+                super::origins::forget(store, std::slice::from_ref(hash))?;
                 Claim::Write
             }
         };
@@ -257,7 +260,8 @@ pub fn collect_done(
         "DELETE FROM snapshot_chunks WHERE state = ?1",
         params![GONE],
     )?;
-    Ok(())
+    // An adopted chunk's row went; its origin's key was never touched.
+    super::origins::forget(store, hashes)
 }
 
 /// Of chunk keys found in KV, takes for deletion those no row claims (a
@@ -283,6 +287,7 @@ pub fn claim_orphans(
             params![hash.to_vec(), DELETING, now_ms],
         )?;
     }
+    super::origins::forget(store, &orphans)?;
     Ok(Taken {
         chunks: orphans,
         claim_at: now_ms,

@@ -82,9 +82,12 @@ pub mod calls;
 pub mod claims;
 pub mod digest;
 pub mod frames;
+pub mod holds;
 pub mod keys;
+pub mod lineage;
 pub mod manifests;
 pub mod operations;
+pub mod origins;
 pub mod ports;
 pub mod saga;
 pub mod table;
@@ -115,7 +118,11 @@ pub const DEFAULT_CHUNK_GRACE_MS: i64 = 5 * 60 * 1000;
 
 /// Creates the chunk table if it is missing (each owner migrates its own).
 pub fn migrate(store: &impl SqlStore) -> Result<(), StorageError> {
-    for statement in table::STATEMENTS {
+    let statements = table::STATEMENTS
+        .iter()
+        .chain(origins::STATEMENTS)
+        .chain(holds::STATEMENTS);
+    for statement in statements {
         store.run(statement, Vec::new())?;
     }
     Ok(())

@@ -39,4 +39,17 @@ operations! {
     /// Each chunk's recorded size, `None` where the store lacks it.
     stored_sizes(chunks: Vec<String>) -> Vec<Option<u64>>
         = C::StoredSizes { chunks }, R::Sizes(sizes) => sizes;
+    /// Each chunk's size and origin (`None`: this folder), `None` where the
+    /// store lacks it.
+    located(chunks: Vec<String>) -> Vec<Option<(u64, Option<String>)>>
+        = C::Located { chunks }, R::Located(located) => located;
+    /// Records a fork's chunks whose keys another agent's folder holds.
+    adopt(chunks: Vec<(String, u64, String)>, pending_ttl_ms: i64) -> ()
+        = C::Adopt { chunks, pending_ttl_ms }, R::Done => ();
+    /// Fork `holder` holds these chunks here.
+    hold(holder: String, chunks: Vec<String>) -> ()
+        = C::Hold { holder, chunks }, R::Done => ();
+    /// Fork `holder` releases its hold; whether it had one.
+    release_hold(holder: String, grace_ms: i64) -> bool
+        = C::ReleaseHold { holder, grace_ms }, R::Existed(existed) => existed;
 }

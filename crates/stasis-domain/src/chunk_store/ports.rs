@@ -9,6 +9,7 @@
 use super::{
     digest::{self, RunningHash},
     keys::chunk_key,
+    lineage,
     operations::ChunkOperation,
 };
 use crate::{DomainError, Refusal, object_env::ObjectEnv, sql::SqlStore};
@@ -221,14 +222,16 @@ impl ChunkName {
 }
 
 /// Reads a key the metadata names, retrying while the store does not show
-/// it yet.
+/// it yet. A chunk key the agent's folder lacks is looked for in its
+/// ancestors' folders too (a fork's chunks taken from its source:
+/// [`super::lineage`]).
 pub async fn fetch_visible(blobs: &impl BlobStore, key: &str) -> Result<Vec<u8>, DomainError> {
-    if let Some(bytes) = blobs.get(key).await? {
+    if let Some(bytes) = fetch_here_or_inherited(blobs, key).await? {
         return Ok(bytes);
     }
     for &delay in blobs.propagation_delays_ms() {
         blobs.pause(delay).await;
-        if let Some(bytes) = blobs.get(key).await? {
+        if let Some(bytes) = fetch_here_or_inherited(blobs, key).await? {
             return Ok(bytes);
         }
     }
@@ -236,6 +239,29 @@ pub async fn fetch_visible(blobs: &impl BlobStore, key: &str) -> Result<Vec<u8>,
         "snapshot_propagating",
         "the snapshot was stored but the KV store does not show it here yet; retry shortly",
     )))
+}
+
+/// `key`, else (for a chunk key) the same chunk in the folder of each
+/// ancestor the agent's lineage key lists.
+async fn fetch_here_or_inherited(
+    blobs: &impl BlobStore,
+    key: &str,
+) -> Result<Option<Vec<u8>>, DomainError> {
+    if let Some(bytes) = blobs.get(key).await? {
+        return Ok(Some(bytes));
+    }
+    let Some((folder, name)) = lineage::split_chunk_key(key) else {
+        return Ok(None);
+    };
+    let Some(listed) = blobs.get(&lineage::lineage_key(folder)).await? else {
+        return Ok(None);
+    };
+    for inherited in lineage::ancestor_keys(&lineage::decode(&listed), name) {
+        if let Some(bytes) = blobs.get(&inherited).await? {
+            return Ok(Some(bytes));
+        }
+    }
+    Ok(None)
 }
 
 /// The agent's object as a plain store in this very process (inside the

@@ -16,6 +16,7 @@ use super::{
     claims::{Claim, Taken},
     digest::{CORRUPT, SHA256_MISMATCH, is_sha256_hex},
     keys::chunk_key,
+    lineage::lineage_key,
     operations as op,
     ports::{BlobStore, ChunkObject, fetch_visible},
 };
@@ -210,6 +211,8 @@ pub async fn sweep_listing(
     in_use: &[String],
 ) -> Result<u32, DomainError> {
     let chunk_prefix = chunk_key(prefix, "");
+    // A fork's lineage is named by no row, and never changes.
+    let lineage = lineage_key(prefix);
     let mut removed = 0;
     let mut cursor = None;
     // Bounded: a KV page holds up to 1,000 keys.
@@ -219,7 +222,7 @@ pub async fn sweep_listing(
         for key in keys {
             if let Some(chunk) = key.strip_prefix(&chunk_prefix) {
                 chunks.push(chunk.to_owned());
-            } else if !in_use.contains(&key) {
+            } else if !in_use.contains(&key) && key != lineage {
                 blobs.delete(&key).await?;
                 removed += 1;
             }

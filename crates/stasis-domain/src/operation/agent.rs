@@ -10,7 +10,8 @@ use crate::{
     },
     conversation::{Budget, PriorConversation, Recalled, StoredSummary, SummaryKey},
     event_log::{AppendBatch, AppendOutcome, ReadPage, ReadQuery},
-    history::{HistoryCall as H, HistoryPage, HistoryReply as HR, Kind, Pin},
+    fork::{ForkCall as F, ForkReply as FR, Lineage},
+    history::{HistoryCall as H, HistoryPage, HistoryReply as HR, Kind, Pin, PointBody, StateAt},
     recall::DispatchContext,
     restore::{RestoreCall, Restored},
     snapshot::{SnapshotCall, SnapshotReply, operations::SnapshotOperation},
@@ -64,6 +65,18 @@ use StateReply as SR;
 
 operations! {
     AgentOperation<AgentCall, AgentReply>;
+    /// The agent's versions at a point (a fork's source).
+    fork_resolve(point: PointBody) -> StateAt
+        = C::Fork(F::Resolve { point }), A::Fork(FR::Resolved(state)) => state;
+    /// The agent's lineage, if it is a fork.
+    fork_lineage() -> Option<Lineage>
+        = C::Fork(F::Lineage), A::Fork(FR::Lineage(lineage)) => lineage;
+    /// Commits a fork's import with its lineage and current versions.
+    fork_commit(ticket: u64, lineage: Lineage, state: StateAt) -> ImportSummary
+        = C::Fork(F::Commit { ticket, lineage, state }), A::Fork(FR::Committed(summary)) => summary;
+    /// Forgets a fork's lineage; answers what it was.
+    fork_clear_lineage() -> Option<Lineage>
+        = C::Fork(F::ClearLineage), A::Fork(FR::Lineage(lineage)) => lineage;
     /// Appends a batch of events.
     append_events(batch: AppendBatch) -> AppendOutcome
         = C::AppendEvents(batch), A::Appended(outcome) => outcome;

@@ -28,9 +28,12 @@ pub fn keys_in_use(store: &impl SqlStore, now_ms: i64) -> Result<Vec<String>, Do
 pub fn wipe(store: &impl SqlStore) -> Result<Vec<String>, DomainError> {
     let keys = named_keys(store)?;
     KILO_DB.drop_all_manifests(store)?;
-    // Every owner's versions go, then every chunk of the agent.
+    // Every owner's versions go, then every chunk of the agent but those
+    // its forks hold: they stay, rows and keys, until the last fork naming
+    // them releases its hold.
     crate::workspace_store::wipe(store)?;
     chunk_store::table::release_all(store)?;
+    chunk_store::holds::reference_held(store)?;
     for table in [
         "snapshot_meta",
         "snapshot_inline",

@@ -59,10 +59,14 @@ pub enum WorkspaceCall {
     /// Stages the import's checked version (not current until the
     /// import's commit).
     Stage(Box<CommitArgs>),
-    /// Part `part` of what the current version names, with sizes.
+    /// Part `part` of what the current version (or kept version
+    /// `version`) names, with sizes.
     ExportPart {
         /// 0: the pages; `n`: the `n`th row of chunks.
         part: u64,
+        /// A version other than the current one (a fork's point).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<u64>,
     },
 }
 
@@ -117,8 +121,12 @@ pub fn execute(
             staged::stage(store, args)?;
             WorkspaceReply::Done
         }
-        WorkspaceCall::ExportPart { part } => {
-            WorkspaceReply::Names(rules::export_part(store, *part)?)
+        WorkspaceCall::ExportPart { part, version } => {
+            let chosen = match version {
+                Some(version) => Some(kept::find(store, *version)?),
+                None => rules::current(store)?,
+            };
+            WorkspaceReply::Names(rules::export_part(store, *part, chosen)?)
         }
     })
 }

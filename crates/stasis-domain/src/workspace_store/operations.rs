@@ -40,5 +40,8 @@ operations! {
         = C::Stage(Box::new(args)), R::Done => ();
     /// Part `part` of what the current version names, with sizes.
     export_part(part: u64) -> Option<Vec<(ContentHash, u64)>>
-        = C::ExportPart { part }, R::Names(names) => names;
+        = C::ExportPart { part, version: None }, R::Names(names) => names;
+    /// Part `part` of what kept (or current) version `version` names.
+    version_part(part: u64, version: u64) -> Option<Vec<(ContentHash, u64)>>
+        = C::ExportPart { part, version: Some(version) }, R::Names(names) => names;
 }

@@ -217,8 +217,9 @@ pub fn wipe(store: &impl SqlStore) -> Result<(), DomainError> {
 pub fn export_part(
     store: &impl SqlStore,
     part: u64,
+    chosen: Option<WorkspaceVersion>,
 ) -> Result<Option<Vec<(ContentHash, u64)>>, DomainError> {
-    let Some(current) = current(store)? else {
+    let Some(current) = chosen else {
         return Ok(None);
     };
     if part == 0 {
