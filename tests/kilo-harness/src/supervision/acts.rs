@@ -2,6 +2,7 @@
 
 use super::commands::{git, turn};
 use super::container::Entrypoint;
+use super::fork;
 use super::log::{data, get_json, last_seq, number, poll, supervisor_events};
 use super::revival::{self, Killed};
 use super::waits::{alive, empty_root, gone_soon, wait_listening, wait_started};
@@ -41,12 +42,15 @@ pub(super) fn play(stage: &Stage<'_>, report: &mut SupervisionReport) -> Result<
         );
     }
     let killed = revival::act_killed(stage, &sessions.mayor, &sessions.polecat)?;
-    act_fenced(stage, &killed, report)
+    act_fenced(stage, &killed, report)?;
+    fork::act_fork(stage, sessions.fork_point, &sessions.mayor)
 }
 
 /// The agents' sessions and their live kilos.
 struct Sessions {
     mayor: String,
+    /// The Mayor's seq after its first turn, covered by a snapshot: act 6 forks it there.
+    fork_point: u64,
     polecat: String,
     polecat_url: String,
     pids: Vec<i32>,
@@ -71,6 +75,7 @@ fn act_crash(
     wait_registered(stage, a, MAYOR, &mayor_session, &mayor.url)?;
     stage.say("   the registry names the Mayor's session and port");
 
+    let fork_point = fork::point_after_first_turn(stage)?;
     let mark = last_seq(&stage.api, &stage.agent_path(MAYOR))?;
     let killed = Instant::now();
     let killed_at = SystemTime::now();
@@ -144,6 +149,7 @@ fn act_crash(
     stage.say("   ✓ the next prompt made kilo send the model the turn before the crash");
     Ok(Sessions {
         mayor: mayor_session,
+        fork_point,
         polecat: polecat_session,
         polecat_url: polecat.url,
         pids: vec![back.pid, polecat.pid],

@@ -21,6 +21,9 @@
 //!    by itself it finishes the cut reply with exactly one continuation carrying the
 //!    text stasis held, and delivers the gap's message once. Then container B heartbeats, and
 //!    A2's supervisors, fenced, kill their kilos at once and `up` exits 9.
+//! 6. The Mayor forked at its first turn (`stasis-client fork`), started by container C's `up`
+//!    as an agent of its own: its kilo lists the session up to that turn only and sends the
+//!    model that shorter history with a new prompt.
 //!
 //! Measured on the way: a kilo crash to its session served again, and kilo's own start in it;
 //! A2's start to the continuation reaching the model, and kilo's own start in it.
@@ -28,6 +31,7 @@
 mod acts;
 mod commands;
 mod container;
+mod fork;
 pub mod log;
 mod revival;
 mod waits;
@@ -122,6 +126,7 @@ fn script() -> Script {
             PROMPT_LONG,
             Reply::paced_text(&script::long_reply(), script::LONG_REPLY_PACE),
         )
+        .when(fork::PROMPT_FORK, Reply::text(fork::REPLY_FORK))
         .when(PROMPT_PLAN, Reply::text(REPLY_PLAN))
         .when(PROMPT_BACK, Reply::text("We were planning the release."))
         .when(PROMPT_FIX, Reply::text("Fixed the typo."))
@@ -137,7 +142,7 @@ fn script() -> Script {
         .title("Supervised")
 }
 
-/// Plays the five acts; `narrate` gets a line per step.
+/// Plays the six acts; `narrate` gets a line per step.
 ///
 /// # Errors
 ///
