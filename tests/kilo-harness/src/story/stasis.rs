@@ -168,6 +168,18 @@ impl StasisApi {
         .map(drop)
     }
 
+    /// `PUT {agent_path}/history/pins/{pin}` at `seq`: the versions that point resolves to are
+    /// kept until the pin goes, whatever the retention policy.
+    ///
+    /// # Errors
+    ///
+    /// As [`StasisApi::put_agent`].
+    pub fn pin(&self, agent_path: &str, pin: &str, seq: u64) -> Result<()> {
+        let path = format!("{agent_path}/history/pins/{pin}");
+        self.send("PUT", &path, &serde_json::json!({ "seq": seq }))
+            .map(drop)
+    }
+
     /// `POST path` with a JSON body: the answer's body.
     ///
     /// # Errors

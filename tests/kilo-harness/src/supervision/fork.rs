@@ -23,8 +23,8 @@ pub(super) const REPLY_FORK: &str = "The release notes come first.";
 /// How long a write or a start may take on a busy machine.
 const WITHIN: Duration = Duration::from_secs(150);
 
-/// The Mayor's seq once the snapshot its first turn's end pushed covers that turn: the point
-/// the fork is taken at.
+/// The Mayor's seq once the snapshot its first turn's end pushed covers that turn, pinned: the
+/// point the fork is taken at.
 pub(super) fn point_after_first_turn(stage: &Stage<'_>) -> Result<u64> {
     let path = stage.agent_path(MAYOR);
     let idle = poll(
@@ -51,7 +51,11 @@ pub(super) fn point_after_first_turn(stage: &Stage<'_>) -> Result<u64> {
                 .filter(|watermark| *watermark >= idle))
         },
     )?;
-    last_seq(&stage.api, &path)
+    let point = last_seq(&stage.api, &path)?;
+    // Pinned, as a user keeps a point to come back to: CI's retention keeps every version for
+    // 30 s only, then the last of each hour, and the fork comes minutes later.
+    stage.api.pin(&path, "first-turn", point)?;
+    Ok(point)
 }
 
 /// Forks the Mayor at `point`, starts the fork in container C, and checks its session and its
