@@ -71,10 +71,21 @@ pub(super) fn made_current(
         created_at: meta.created_at,
         deleted: false,
     };
+    record_current(store, &current, (now_ms, policy), readable_until)
+}
+
+/// Records `current` as the current version (a push's, or a restore's), then lets retention
+/// drop what expired (their chunks readable until `readable_until`).
+pub(super) fn record_current(
+    store: &impl SqlStore,
+    current: &Current,
+    (now_ms, policy): (i64, &RetentionPolicy),
+    readable_until: i64,
+) -> Result<(), DomainError> {
     retention::made_current(
         store,
         Kind::DbSnapshot,
-        &current,
+        current,
         (now_ms, policy),
         |version| KILO_DB.drop_manifest(store, version, readable_until),
     )

@@ -7,7 +7,7 @@ use super::{HASHED_MANIFESTS, KILO_DB, StorageKind, kept, rules};
 use crate::{
     DomainError,
     chunk_store::manifests::readable_until,
-    history::{Kind, VersionAt, retention, versions::Current},
+    history::{VersionAt, versions::Current},
     object_env::ObjectEnv,
     sql::SqlStore,
 };
@@ -46,7 +46,12 @@ pub fn restore_to(
             created_at: now,
             deleted: true,
         };
-        made_current(store, &deletion, env, readable_until)?;
+        kept::record_current(
+            store,
+            &deletion,
+            (env.now_ms, &env.retention),
+            readable_until,
+        )?;
         return Ok((None, true));
     };
     let (meta, inline) = kept::find(store, target.version)?;
@@ -87,21 +92,11 @@ pub fn restore_to(
         created_at: switched.created_at,
         deleted: false,
     };
-    made_current(store, &restored, env, readable_until)?;
-    Ok((Some(version), true))
-}
-
-fn made_current(
-    store: &impl SqlStore,
-    current: &Current,
-    env: &ObjectEnv,
-    readable_until: i64,
-) -> Result<(), DomainError> {
-    retention::made_current(
+    kept::record_current(
         store,
-        Kind::DbSnapshot,
-        current,
+        &restored,
         (env.now_ms, &env.retention),
-        |version| KILO_DB.drop_manifest(store, version, readable_until),
-    )
+        readable_until,
+    )?;
+    Ok((Some(version), true))
 }

@@ -8,7 +8,7 @@ use super::{WORKSPACE, WorkspaceVersion, kept, rules};
 use crate::{
     DomainError,
     chunk_store::{ChunkHash, manifests::readable_until, table},
-    history::{Kind, VersionAt, retention, versions::Current},
+    history::{VersionAt, versions::Current},
     object_env::ObjectEnv,
     params,
     sql::{RowExt, SqlStore},
@@ -41,7 +41,12 @@ pub fn restore_to(
             created_at: now,
             deleted: true,
         };
-        made_current(store, &deletion, env, readable_until)?;
+        kept::record_current(
+            store,
+            &deletion,
+            (env.now_ms, &env.retention),
+            readable_until,
+        )?;
         return Ok((None, true));
     };
     let old = kept::find(store, target.version)?;
@@ -58,7 +63,12 @@ pub fn restore_to(
         created_at: now,
         deleted: false,
     };
-    made_current(store, &recorded, env, readable_until)?;
+    kept::record_current(
+        store,
+        &recorded,
+        (env.now_ms, &env.retention),
+        readable_until,
+    )?;
     Ok((Some(version), true))
 }
 
@@ -88,19 +98,4 @@ fn copy_references(store: &impl SqlStore, from: u64, to: u64) -> Result<(), Doma
         table::reference(store, &hashes)?;
     }
     Ok(())
-}
-
-fn made_current(
-    store: &impl SqlStore,
-    current: &Current,
-    env: &ObjectEnv,
-    readable_until: i64,
-) -> Result<(), DomainError> {
-    retention::made_current(
-        store,
-        Kind::Workspace,
-        current,
-        (env.now_ms, &env.retention),
-        |version| rules::drop_version(store, version, readable_until),
-    )
 }
