@@ -138,6 +138,12 @@ fn fifty_versions_of_each_kind_are_listed_and_read_back() {
     for n in 1..=50 {
         log.append(json!([{"type": "message.created", "data": {"n": n}}]));
         written.push(write_version(&log, n, 10));
+        // Each turn pinned as soon as it is written: the suite runs its
+        // cases at once, and on a loaded server fifty turns outlast the
+        // short keep-all window `scripts/test` sets. What retention alone
+        // keeps is the next case's.
+        let pin = call("PUT", &log.path(&format!("/history/pins/turn-{n}"))).send();
+        assert_eq!(num(&pin.expect_json(201), "seq"), n as u64, "pin {n}");
     }
     for kind in KINDS {
         let listed = versions(&log, kind, 20);
