@@ -265,7 +265,17 @@ fn retention_drops_exactly_the_expired_versions_and_pins_hold() {
         "the suite's keep-all must be short: {policy:?}"
     );
     let log = AgentLog::fresh("history-retention");
+    let chunks_of = |version: u64| -> Vec<String> {
+        let query = format!("/db-snapshot/manifest?version={version}");
+        let manifest = call("GET", &log.path(&query)).send().expect_json(200);
+        let chunks = manifest["chunks"].as_array().cloned().unwrap_or_default();
+        chunks
+            .iter()
+            .filter_map(|c| c.as_str().map(str::to_owned))
+            .collect()
+    };
     let mut written = Vec::new();
+    let (mut first, mut pinned) = (None, None);
     for n in 1..=6 {
         log.append(json!([{"type": "message.created", "data": {"n": n}}]));
         // Versions 1 and 2 of kilo.db are chunked: the pin holds 2, and
@@ -274,8 +284,17 @@ fn retention_drops_exactly_the_expired_versions_and_pins_hold() {
         if n == 2 {
             let pin = call("PUT", &log.path("/history/pins/before-three")).send();
             assert_eq!(num(&pin.expect_json(201), "seq"), 2);
+            // Taken now, while keep-all still holds both: a loaded server
+            // may take longer than the window over the six writes.
+            let listed = versions(&log, "db_snapshot", 100);
+            let version_at = |seq: u64| listed.iter().find(|v| num(v, "seq") == seq).cloned();
+            first = version_at(1);
+            pinned = version_at(2);
         }
     }
+    let (Some(first), Some(pinned)) = (first, pinned) else {
+        panic!("kilo.db versions 1 and 2 are listed right after they are written");
+    };
     let bad = call("PUT", &log.path("/history/pins/later"))
         .json(&json!({ "seq": 10_000 }))
         .send();
@@ -289,18 +308,8 @@ fn retention_drops_exactly_the_expired_versions_and_pins_hold() {
         .send()
         .expect_json(200);
     assert_eq!(pins["pins"].as_array().map(Vec::len), Some(1));
-    let chunks_of = |version: u64| -> Vec<String> {
-        let query = format!("/db-snapshot/manifest?version={version}");
-        let manifest = call("GET", &log.path(&query)).send().expect_json(200);
-        let chunks = manifest["chunks"].as_array().cloned().unwrap_or_default();
-        chunks
-            .iter()
-            .filter_map(|c| c.as_str().map(str::to_owned))
-            .collect()
-    };
-    let db_before = versions(&log, "db_snapshot", 100);
-    let first_chunks = chunks_of(num(&db_before[0], "version"));
-    let pinned_chunks = chunks_of(num(&db_before[1], "version"));
+    let first_chunks = chunks_of(num(&first, "version"));
+    let pinned_chunks = chunks_of(num(&pinned, "version"));
     // Past keep-all for every version written, a seventh write of each kind
     // lets retention go.
     let newest = KINDS
@@ -329,10 +338,15 @@ fn retention_drops_exactly_the_expired_versions_and_pins_hold() {
             "{kind}: exactly the expired versions went"
         );
         for version in &after {
-            let n = before
-                .iter()
-                .position(|b| num(b, "version") == num(version, "version"))
-                .map_or(7, |i| i + 1);
+            // Step n wrote at seq n, after its event; the seventh is the
+            // newest (no event before it: it shares seq 6).
+            let n = if num(version, "version") == num(new, "version") {
+                7
+            } else {
+                usize::try_from(num(version, "seq"))
+                    .unwrap_or(1)
+                    .clamp(1, 6)
+            };
             let written = if n == 7 { &seventh } else { &written[n - 1] };
             assert_reads(&log, kind, num(version, "version"), n, written);
         }
@@ -355,11 +369,11 @@ fn retention_drops_exactly_the_expired_versions_and_pins_hold() {
     // the pinned one's stay.
     let db_after = numbers(&versions(&log, "db_snapshot", 100));
     assert!(
-        db_after.contains(&num(&db_before[1], "version")),
+        db_after.contains(&num(&pinned, "version")),
         "the pin holds kilo.db v2"
     );
     assert!(
-        !db_after.contains(&num(&db_before[0], "version")),
+        !db_after.contains(&num(&first, "version")),
         "kilo.db v1 went"
     );
     let chunk = |name: &str| call("GET", &log.path(&format!("/db-snapshot/chunks/{name}"))).send();

@@ -169,10 +169,12 @@ fn a_401_echoes_neither_the_token_nor_its_signature() {
 fn a_container_outlives_its_tokens_lifetime_by_refreshing() {
     let town = Town::fresh("short-ttl");
     let log = AgentLog::new(&town.id, "rig-1", "mayor");
-    let lifetime = Duration::from_secs(3);
+    // Long enough that a loaded server answers well within it (the suite
+    // runs its cases at once), short enough to outlive three times over.
+    let lifetime = Duration::from_secs(10);
     let parent = mint(&Grant::new(Scope::Town(town.id.clone())), lifetime);
     let first = exchange(&town, &parent, "c-1").ok();
-    assert_eq!(lifetime_ms(&first), 3000);
+    assert_eq!(lifetime_ms(&first), 10_000);
     let (mut token, mut received) = (token_of(&first), Instant::now());
     let beat = call("POST", &town.path("/heartbeat"))
         .token(&token)
