@@ -190,9 +190,21 @@ pub async fn restores_undoes_and_forks(browser: &Client, target: &Target) {
     click(browser, "#confirm-go").await;
     let refusal = until(browser, "the agent_live refusal", &shown_error()).await;
     let refusal = refusal.as_str().unwrap_or_default();
+    // The contract's message, and the way out: the fence, chosen explicitly.
     assert!(
         refusal.contains("409 agent_live") && refusal.contains("a live container holds the agent"),
         "{refusal}"
+    );
+    assert!(
+        refusal.contains("Tick “Fence the live container”"),
+        "{refusal}"
+    );
+    let fence = "const f = document.getElementById('fence'); \
+        return !f.checked && f.parentElement.classList.contains('attention')";
+    assert_eq!(
+        eval(browser, fence).await,
+        true,
+        "the fence is offered, not chosen"
     );
     assert_eq!(
         checkpoint_step(target, AGENT),
