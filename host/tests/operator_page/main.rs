@@ -4,8 +4,10 @@
 //! containers, registry, pending dispatches, agents and log, one agent's
 //! conversation, and its live tail, which shows an appended event and
 //! resumes without loss or duplicates after the host is killed and
-//! restarted. Saves screenshots to `target/ui-artifacts/` (`town.png`,
-//! `operator.png`).
+//! restarted; then an agent's history and lineage, read-only, and its
+//! restore, undo and fork with a token that may write (`history.rs`).
+//! Saves screenshots to `target/ui-artifacts/` (`town.png`, `operator.png`,
+//! `history.png`, `restored.png`, `fork.png`).
 //!
 //! With `STASIS_URL` and `STASIS_SECRET` it runs against that server
 //! instead (`wrangler dev --local`), in a town of its own, and checks the
@@ -18,6 +20,7 @@
 #![allow(clippy::expect_used, clippy::panic, reason = "tests fail loudly")]
 
 mod browser;
+mod history;
 #[path = "../support/mod.rs"]
 mod support;
 mod tokens;
@@ -27,6 +30,9 @@ use browser::{Driver, eval, sign_in, text, until};
 use fantoccini::{Client, Locator};
 use std::{net::TcpListener, path::PathBuf};
 use support::{Options, Server};
+
+/// The host keeps every version for a day (the tests' default keeps none).
+const KEEP_HISTORY: &[&str] = &["--history-retention", "86400000"];
 
 /// The server the page is tried on, and the town it looks at.
 pub struct Target {
@@ -52,7 +58,7 @@ async fn the_operator_page_shows_a_town_and_a_live_tail_that_resumes_after_a_res
     let external = std::env::var("STASIS_URL").ok();
     let host = external.is_none().then(|| {
         support::with_compiled_components(data.path());
-        Server::start(data.path(), &[])
+        Server::start(data.path(), KEEP_HISTORY)
     });
     let target = Target {
         base: external.unwrap_or_else(|| host.as_ref().map(|h| h.base.clone()).unwrap_or_default()),
@@ -83,6 +89,10 @@ async fn the_operator_page_shows_a_town_and_a_live_tail_that_resumes_after_a_res
 
     let shot = screenshot(&browser, "operator.png").await;
     println!("operator page screenshot: {}", shot.display());
+
+    history::seed(&target);
+    history::read_only(&browser, &target).await;
+    history::restores_undoes_and_forks(&browser, &target).await;
     browser.close().await.expect("close the browser");
     drop(host);
 }
@@ -212,7 +222,7 @@ async fn tail_resumes_after_a_restart(
     let port: u16 = port.expect("the host's port");
     host.kill_hard();
     until(browser, "the tail reconnecting", &phase_is("reconnecting")).await;
-    let host = Server::start_on(port, data, &[], &Options::default());
+    let host = Server::start_on(port, data, KEEP_HISTORY, &Options::default());
     let missed = town::append(target, "while disconnected");
     until(
         browser,

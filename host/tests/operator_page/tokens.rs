@@ -10,8 +10,17 @@ pub fn admin(secret: &str) -> String {
 
 /// A read-only token for `town`, minted by `stasis token` as an operator would.
 pub fn read_only_by_cli(secret: &str, town: &str) -> String {
+    by_cli(secret, &["token", "--town", town, "--read-only"])
+}
+
+/// A town token that may write, minted by `stasis token` as an operator would.
+pub fn writer_by_cli(secret: &str, town: &str) -> String {
+    by_cli(secret, &["token", "--town", town])
+}
+
+fn by_cli(secret: &str, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_stasis"))
-        .args(["token", "--town", town, "--read-only"])
+        .args(args)
         .env("STASIS_SECRET", secret)
         .output()
         .expect("stasis token runs");

@@ -88,7 +88,7 @@ pub fn seed(target: &Target) {
         &worker("/checkpoint"),
         Some(json!({"step": 3, "plan": "fix the flaky test"})),
     );
-    put_snapshot(target);
+    put_snapshot(target, &worker("/db-snapshot"), 7, 48 * 1024);
     evict("container-1", "SIGTERM");
     call(
         target,
@@ -126,19 +126,15 @@ fn conversation() -> Value {
     ])
 }
 
-fn put_snapshot(target: &Target) {
-    let url = format!(
-        "{}/api/towns/{}{}",
-        target.base,
-        target.town,
-        worker("/db-snapshot")
-    );
+/// Stores `size` bytes of `byte` as the kilo.db at `path` (under the town).
+pub fn put_snapshot(target: &Target, path: &str, byte: u8, size: usize) {
+    let url = format!("{}/api/towns/{}{path}", target.base, target.town);
     let request = ureq::http::Request::builder()
         .method("PUT")
         .uri(&url)
         .header("Authorization", target.admin())
         .header("Content-Type", "application/octet-stream")
-        .body(vec![7_u8; 48 * 1024])
+        .body(vec![byte; size])
         .expect("a request");
     let response = support::agent().run(request).expect("the host answers");
     assert_eq!(response.status().as_u16(), 201, "the snapshot is stored");

@@ -74,4 +74,8 @@ pub(super) static ROUTES: &[Route] = &[
     page_file!("/ui/api.js", Asset::Api, JS),
     page_file!("/ui/views.js", Asset::Views, JS),
     page_file!("/ui/tail.js", Asset::Tail, JS),
+    page_file!("/ui/dom.js", Asset::Dom, JS),
+    page_file!("/ui/history.js", Asset::History, JS),
+    page_file!("/ui/lineage.js", Asset::Lineage, JS),
+    page_file!("/ui/actions.js", Asset::Actions, JS),
 ];

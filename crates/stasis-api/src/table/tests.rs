@@ -161,7 +161,11 @@ fn public_routes_are_the_probes_the_document_and_the_page() {
             "/ui/app.js",
             "/ui/api.js",
             "/ui/views.js",
-            "/ui/tail.js"
+            "/ui/tail.js",
+            "/ui/dom.js",
+            "/ui/history.js",
+            "/ui/lineage.js",
+            "/ui/actions.js"
         ]
     );
     assert!(route::is_public("/openapi.json"));

@@ -70,6 +70,49 @@ export function explainAuth(err) {
   return why ? `Token refused: ${why}.` : `Token refused: ${err.message}`;
 }
 
+// Whether the token held may write: not read-only, not a bootstrap token
+// (which does nothing but its exchange). The page offers restore and fork
+// only then; the server decides anyway.
+export function mayWrite() {
+  const claims = claimsOf(token.get());
+  return Boolean(claims) && !claims.read_only && claims.scope !== "bootstrap";
+}
+
+// POST `body` as JSON to `path`; the answer's JSON.
+export async function postJson(path, body) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: authHeaders({ Accept: "application/json", "Content-Type": "application/json" }),
+    body: JSON.stringify(body),
+    cache: "no-store",
+  });
+  if (!response.ok) throw await errorOf(response);
+  return response.json();
+}
+
+// The size of what GET `path` would answer, from a HEAD's Content-Length.
+export async function headSize(path, query = {}) {
+  const params = new URLSearchParams(query).toString();
+  const response = await fetch(params ? `${path}?${params}` : path, {
+    method: "HEAD",
+    headers: authHeaders(),
+    cache: "no-store",
+  });
+  if (!response.ok) throw new ApiError(response.status, {});
+  return Number(response.headers.get("Content-Length"));
+}
+
+// The length in bytes of GET `path`'s body.
+export async function bodySize(path, query = {}) {
+  const params = new URLSearchParams(query).toString();
+  const response = await fetch(params ? `${path}?${params}` : path, {
+    headers: authHeaders(),
+    cache: "no-store",
+  });
+  if (!response.ok) throw await errorOf(response);
+  return (await response.arrayBuffer()).byteLength;
+}
+
 // The claims of a JWT, read without verifying (the server verifies): only
 // to show the operator what the token says.
 export function claimsOf(jwt) {

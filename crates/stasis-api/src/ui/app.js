@@ -3,10 +3,20 @@
 // shared link opens the same view (after signing in).
 
 import { claimsOf, explainAuth, token } from "./api.js";
-import { agentView, h, townView } from "./views.js";
+import { h } from "./dom.js";
+import { agentView, townView } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 let stopTail = () => {};
+// What the last restore or fork did, shown once above the next view.
+let flash = "";
+
+// After a restore or fork: show `message` over the agent (or the fork).
+function done(message, hash) {
+  flash = message;
+  if (hash && hash !== location.hash) location.hash = hash;
+  else render();
+}
 
 function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
@@ -50,6 +60,8 @@ async function render() {
   stopTail();
   stopTail = () => {};
   const where = route();
+  const message = flash;
+  flash = "";
   if (!token.get() || !where.town) return showSignIn();
   $("sign-in").hidden = true;
   $("sign-out").hidden = false;
@@ -60,9 +72,10 @@ async function render() {
   view.replaceChildren(h("p", { class: "muted" }, "loading…"));
   try {
     if (where.agent) {
-      const shown = await agentView(where.town, where.rig, where.agent);
+      const shown = await agentView(where.town, where.rig, where.agent, done);
       stopTail = shown.stop;
-      view.replaceChildren(shown.view, refreshButton());
+      const note = message ? h("p", { id: "flash", class: "flash", role: "status" }, message) : "";
+      view.replaceChildren(note, shown.view, refreshButton());
     } else {
       view.replaceChildren(await townView(where.town), refreshButton());
     }

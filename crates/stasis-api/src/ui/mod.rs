@@ -22,17 +22,29 @@ pub enum Asset {
     Views,
     /// `/ui/tail.js`: the live tail over SSE, resumed after a reconnect.
     Tail,
+    /// `/ui/dom.js`: building elements (server text into text nodes only).
+    Dom,
+    /// `/ui/history.js`: an agent's kept versions and pins.
+    History,
+    /// `/ui/lineage.js`: the agent it was forked from, and its forks.
+    Lineage,
+    /// `/ui/actions.js`: restore (and its undo) and fork, with a token that may write.
+    Actions,
 }
 
 impl Asset {
     /// Every file of the page.
-    pub const ALL: [Asset; 6] = [
+    pub const ALL: [Asset; 10] = [
         Asset::Index,
         Asset::Style,
         Asset::App,
         Asset::Api,
         Asset::Views,
         Asset::Tail,
+        Asset::Dom,
+        Asset::History,
+        Asset::Lineage,
+        Asset::Actions,
     ];
 }
 
@@ -75,6 +87,10 @@ fn contents(asset: Asset) -> (&'static str, &'static str) {
         Asset::Api => (include_str!("api.js"), JS),
         Asset::Views => (include_str!("views.js"), JS),
         Asset::Tail => (include_str!("tail.js"), JS),
+        Asset::Dom => (include_str!("dom.js"), JS),
+        Asset::History => (include_str!("history.js"), JS),
+        Asset::Lineage => (include_str!("lineage.js"), JS),
+        Asset::Actions => (include_str!("actions.js"), JS),
     }
 }
 

@@ -1,54 +1,18 @@
 // The page's views: a town (its state, containers, registry, pending
 // dispatches, agents and log) and one agent (its record, rebuilt
-// conversation and live tail). Text from the server only ever goes into
-// text nodes.
+// conversation, history, lineage, restore and fork, and live tail). Text
+// from the server only ever goes into text nodes.
 
 import { apiPath, getJson, newestEvents } from "./api.js";
+import { actionsCard } from "./actions.js";
+import { age, agentHash, badge, bytes, card, h, json, table, when } from "./dom.js";
+import { historyCard, loadHistory } from "./history.js";
+import { lineageCard, loadForks } from "./lineage.js";
 import { openTail } from "./tail.js";
 
 const TOWN_LOG_ROWS = 200;
 const TAIL_BACKLOG = 50;
 const TAIL_ROWS_KEPT = 500;
-
-// An element with attributes and children (strings become text nodes).
-export function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attrs)) {
-    if (value !== null && value !== undefined && value !== false) node.setAttribute(name, value);
-  }
-  for (const child of children.flat()) {
-    if (child !== null && child !== undefined) node.append(child);
-  }
-  return node;
-}
-
-const when = (ms) => (ms ? new Date(ms).toLocaleString() : "—");
-function age(ms) {
-  if (!ms) return "—";
-  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-  if (s < 90) return `${s} s ago`;
-  if (s < 5400) return `${Math.round(s / 60)} min ago`;
-  if (s < 129600) return `${Math.round(s / 3600)} h ago`;
-  return `${Math.round(s / 86400)} d ago`;
-}
-function bytes(n) {
-  if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB"];
-  let value = n / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return `${value.toFixed(1)} ${units[unit]}`;
-}
-const badge = (kind, text) => h("span", { class: `badge ${kind}` }, text);
-const json = (value) => h("pre", {}, JSON.stringify(value));
-const card = (id, title, ...body) => h("section", { class: "card", id }, h("h3", {}, title), ...body);
-const table = (id, headings, rows) =>
-  h("table", { id }, h("thead", {}, h("tr", {}, headings.map((t) => h("th", {}, t)))), h("tbody", {}, rows));
-const agentHash = (town, rig, agent) =>
-  `#/towns/${encodeURIComponent(town)}/rigs/${encodeURIComponent(rig)}/agents/${encodeURIComponent(agent)}`;
 
 // The town: everything is read first, then drawn at once.
 export async function townView(town) {
@@ -141,15 +105,22 @@ function townLogCard(log) {
 }
 
 // One agent; returns the view and a function that stops its live tail.
-export async function agentView(town, rig, agent) {
+// `onDone(message, hash)` is called after a restore or fork succeeded.
+export async function agentView(town, rig, agent, onDone) {
   const base = apiPath("towns", town, "rigs", rig, "agents", agent);
-  const [record, conversation] = await Promise.all([getJson(base), getJson(`${base}/conversation`)]);
+  const [record, conversation, history] = await Promise.all([
+    getJson(base), getJson(`${base}/conversation`), loadHistory(base),
+  ]);
+  const forks = await loadForks(town, rig, agent);
   // Start within what retention keeps, so only a real loss shows as a gap.
   const after = Math.max(record.last_seq - TAIL_BACKLOG, record.last_seq - record.event_count, 0);
   const tail = tailCard(`${base}/events`, after);
+  const actions = actionsCard({ town, rig, agent, base, record, onDone });
   const view = h("div", { id: "agent-view" },
     h("h2", {}, `Agent ${rig}/${agent}`),
     h("div", { class: "grid" }, recordCard(record), conversationCard(conversation)),
+    h("div", { class: "grid" }, historyCard(history, actions.restore), lineageCard(town, record, forks)),
+    actions.node,
     tail.node);
   return { view, stop: tail.stop };
 }

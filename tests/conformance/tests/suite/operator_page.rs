@@ -9,7 +9,7 @@
 
 use stasis_conformance::{assert_error, assert_not_allowed, call};
 
-const ASSETS: [(&str, &str); 7] = [
+const ASSETS: [(&str, &str); 11] = [
     ("/ui", "text/html"),
     ("/ui/", "text/html"),
     ("/ui/style.css", "text/css"),
@@ -17,6 +17,10 @@ const ASSETS: [(&str, &str); 7] = [
     ("/ui/api.js", "text/javascript"),
     ("/ui/views.js", "text/javascript"),
     ("/ui/tail.js", "text/javascript"),
+    ("/ui/dom.js", "text/javascript"),
+    ("/ui/history.js", "text/javascript"),
+    ("/ui/lineage.js", "text/javascript"),
+    ("/ui/actions.js", "text/javascript"),
 ];
 
 #[test]
