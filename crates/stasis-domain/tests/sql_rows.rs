@@ -1,6 +1,7 @@
 //! `sql_rows::JsonRows`: many rows per statement, each exactly as given
 //! (texts with quotes, escapes, non-ASCII and NULLs), groups bounded in
 //! bytes, a row too large for a group refused to its caller.
+#![allow(clippy::expect_used, reason = "a test fails loudly, naming what broke")]
 
 use stasis_domain::{
     sql::{Row, RowExt, SqlStore, SqlValue, StorageError},
