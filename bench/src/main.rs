@@ -34,7 +34,14 @@
 //!     table and section, `<!-- bench:real-agent:start -->`);
 //! 14. with `--only-workspaces` (and only then), workspace saves and restores
 //!     against `tar`, and the host's peak memory during a 2 GiB workspace push
-//!     and pull ([`workspaces`], `<!-- bench:workspaces:start -->`).
+//!     and pull ([`workspaces`], `<!-- bench:workspaces:start -->`);
+//! 15. with `--only-history` (and only then), issue 25's history, restore
+//!     and fork figures on a spawned release host and, with `--edge-url`, on
+//!     the edge too: the bytes stored for 100 turn-versions of a 25 MB
+//!     kilo.db against one version, a fork of an agent with 10,000 events and
+//!     a 100 MB kilo.db (time against a checkpoint PUT, chunk bytes copied),
+//!     and a restore in place and its undo ([`history`],
+//!     `<!-- bench:history:start -->`; `--quick` shrinks every size).
 //!
 //! stasis is "a base URL and a token": by default the bench spawns
 //! `--stasis-bin serve` itself on a free loopback port with a random
@@ -64,6 +71,7 @@ mod chunk_rows;
 mod client;
 mod cpu;
 mod edge_report;
+mod history;
 mod logs;
 mod machine;
 mod many_agents;
@@ -170,6 +178,10 @@ pub(crate) struct Args {
     /// memory) on a spawned host, and record only its section.
     #[arg(long, conflicts_with_all = ["only_real_agent", "only_snapshots", "url"])]
     only_workspaces: bool,
+    /// Run only the history, restore and fork workloads on a spawned host (and
+    /// on `--edge-url` when given), and record only their section.
+    #[arg(long, conflicts_with_all = ["only_real_agent", "only_snapshots", "only_workspaces", "url"])]
+    only_history: bool,
     /// The repository whose tracked files make the workspace workload's real tree.
     #[arg(long, default_value = ".")]
     workspace_repo: PathBuf,

@@ -2,8 +2,8 @@
 //! and which BENCHMARKS.md sections their tables go to.
 
 use crate::{
-    Args, cpu, edge_report, machine, many_agents, peer, plan, real_agent, report, rows, server,
-    workspaces,
+    Args, cpu, edge_report, history, machine, many_agents, peer, plan, real_agent, report, rows,
+    server, workspaces,
 };
 use anyhow::{Result, bail};
 
@@ -20,6 +20,9 @@ pub(crate) fn run(args: Args) -> Result<bool> {
     }
     if args.only_workspaces {
         return workspace_run(&args);
+    }
+    if args.only_history {
+        return history_run(&args);
     }
     let options = plan_options(&args)?;
     let load_before = machine::load_average();
@@ -158,6 +161,36 @@ fn workspace_run(args: &Args) -> Result<bool> {
         let section = workspaces::section(&run_info(args, load_before), &lines);
         report::record(path, workspaces::MARKS, &section)?;
         eprintln!("recorded in {}", path.display());
+    }
+    Ok(true)
+}
+
+/// `--only-history`: history, restore and fork on a spawned host and, with
+/// `--edge-url`, the edge; printed and recorded into their section.
+fn history_run(args: &Args) -> Result<bool> {
+    if !args.stasis_bin.is_file() {
+        bail!(
+            "{} does not exist: build it (`cargo build --release -p stasis-host`)",
+            args.stasis_bin.display()
+        );
+    }
+    let edge = edge_target(args)?.map(|edge| (edge.url, edge.token));
+    let load_before = machine::load_average();
+    let lines = history::run(&history::Options {
+        bin: args.stasis_bin.clone(),
+        quick: args.quick,
+        tmp_dir: args.tmp_dir.clone(),
+        edge: edge.clone(),
+    })?;
+    println!("{}", history::table(&lines));
+    if let Some(path) = &args.record {
+        let edge_url = edge.as_ref().map(|(url, _)| url.as_str());
+        let section = history::section(&run_info(args, load_before), edge_url, &lines);
+        report::record(path, history::MARKS, &section)?;
+        eprintln!("recorded in {}", path.display());
+    }
+    if history::missed(&lines) {
+        eprintln!("history: some aims were missed (see the table); the run itself succeeded");
     }
     Ok(true)
 }

@@ -47,6 +47,7 @@ pub mod recall;
 pub mod restore;
 pub mod snapshot;
 pub mod sql;
+pub mod sql_rows;
 pub mod summary_cache;
 pub mod town;
 pub mod typed_operation;

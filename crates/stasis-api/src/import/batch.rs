@@ -4,8 +4,9 @@
 
 use stasis_domain::agent_state::{ImportBatch, ManifestEvent, ManifestMemory, ManifestSession};
 
-/// Elements per batch, at most.
-const BATCH_ITEMS: usize = 1_000;
+/// Elements per batch, at most: a fork's 10,000 small events go in one or
+/// two calls (the byte bound below is what keeps a call's memory small).
+const BATCH_ITEMS: usize = 10_000;
 /// JSON text per batch, at most (past it the batch goes; an element is
 /// never split).
 const BATCH_BYTES: usize = 4 * 1024 * 1024;

@@ -19,6 +19,9 @@ use crate::{
 };
 use std::collections::HashMap;
 
+/// Adopted chunks per pair of statements (a group's JSON is tens of KB).
+const ADOPT_GROUP: usize = 2_000;
+
 pub(super) const STATEMENTS: &[&str] = &["CREATE TABLE IF NOT EXISTS chunk_origins (
         hash BLOB PRIMARY KEY,
         origin TEXT NOT NULL
@@ -61,25 +64,32 @@ pub fn adopt(
 ) -> Result<(), DomainError> {
     let hashes: Vec<ChunkHash> = chunks.iter().map(|c| c.hash).collect();
     let stored = super::table::stored_sizes(store, &distinct(&hashes))?;
-    for chunk in chunks.iter().filter(|c| !stored.contains_key(&c.hash)) {
-        // A row uploading or being deleted here names a key in this
-        // folder; the adopted chunk's key is the origin's, found through
-        // the lineage whatever happens to this folder's key.
+    let fresh: Vec<&Adopted> = chunks
+        .iter()
+        .filter(|c| !stored.contains_key(&c.hash))
+        .collect();
+    // A row uploading or being deleted here names a key in this folder; the
+    // adopted chunk's key is the origin's, found through the lineage
+    // whatever happens to this folder's key. A group's rows go in two
+    // statements (its hashes one blob, sizes and origins one JSON array):
+    // a fork of a 100 MB kilo.db takes thousands of chunks.
+    for group in fresh.chunks(ADOPT_GROUP) {
+        let hashes: Vec<u8> = group.iter().flat_map(|c| c.hash).collect();
+        let rows: Vec<(u64, &str)> = group.iter().map(|c| (c.size, c.origin.as_str())).collect();
+        let rows = serde_json::to_string(&rows)
+            .map_err(|err| DomainError::Storage(format!("adopted rows as JSON: {err}")))?;
         store.run(
             "INSERT OR REPLACE INTO snapshot_chunks
                 (hash, size, state, refs, pending_until, changed_at)
-             VALUES (?1, ?2, ?3, 0, ?4, ?5)",
-            params![
-                chunk.hash.to_vec(),
-                chunk.size,
-                STORED,
-                pending_until,
-                now_ms
-            ],
+             SELECT substr(?2, key * 32 + 1, 32), json_extract(value, '$[0]'), ?3, 0, ?4, ?5
+             FROM json_each(?1)",
+            params![rows.as_str(), hashes.clone(), STORED, pending_until, now_ms],
         )?;
         store.run(
-            "INSERT OR REPLACE INTO chunk_origins (hash, origin) VALUES (?1, ?2)",
-            params![chunk.hash.to_vec(), chunk.origin.as_str()],
+            "INSERT OR REPLACE INTO chunk_origins (hash, origin)
+             SELECT substr(?2, key * 32 + 1, 32), json_extract(value, '$[1]')
+             FROM json_each(?1)",
+            params![rows, hashes],
         )?;
     }
     super::table::keep_until(store, &hashes, pending_until)
