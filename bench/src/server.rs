@@ -54,6 +54,20 @@ pub struct HostConfig {
     pub extra_args: Vec<String>,
 }
 
+impl HostConfig {
+    /// A durable (`fsync`) host keeping its data and log in `folder`.
+    pub fn in_folder(bin: &Path, folder: &Path, secret: &str) -> HostConfig {
+        HostConfig {
+            bin: bin.to_path_buf(),
+            data_dir: folder.join("data"),
+            durability: HostDurability::Fsync,
+            secret: secret.to_owned(),
+            log: folder.join("host.log"),
+            extra_args: Vec::new(),
+        }
+    }
+}
+
 /// A host started by the bench; stopped when dropped.
 pub struct StasisHost {
     process: Spawned,

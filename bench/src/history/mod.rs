@@ -22,7 +22,7 @@ mod storage;
 
 use crate::{
     report::{self, Marks, RunInfo},
-    server::{HostConfig, HostDurability, StasisHost, random_hex},
+    server::{HostConfig, StasisHost, random_hex},
     stats::Latency,
     workloads::push::live_database,
 };
@@ -111,14 +111,7 @@ pub fn run(options: &Options) -> Result<Vec<Line>> {
     let fork_db = live_database(&mkdir(dir.path().join("fork"))?, sizes.fork_db)?;
 
     let secret = random_hex(24)?;
-    let config = HostConfig {
-        bin: options.bin.clone(),
-        data_dir: dir.path().join("data"),
-        durability: HostDurability::Fsync,
-        secret: secret.clone(),
-        log: dir.path().join("host.log"),
-        extra_args: Vec::new(),
-    };
+    let config = HostConfig::in_folder(&options.bin, dir.path(), &secret);
     let runtime = tokio::runtime::Runtime::new()?;
     let host = runtime.block_on(StasisHost::start(&config))?;
     let token = crate::server::admin_token(&secret)?;

@@ -62,14 +62,7 @@ pub fn run(options: &Options) -> Result<Vec<Line>> {
         None => tempfile::tempdir()?,
     };
     let secret = random_hex(24)?;
-    let config = HostConfig {
-        bin: options.bin.clone(),
-        data_dir: dir.path().join("data"),
-        durability: HostDurability::Fsync,
-        secret: secret.clone(),
-        log: dir.path().join("host.log"),
-        extra_args: Vec::new(),
-    };
+    let config = HostConfig::in_folder(&options.bin, dir.path(), &secret);
     let runtime = tokio::runtime::Runtime::new()?;
     let host = runtime.block_on(StasisHost::start(&config))?;
     let pid = host.pid().context("the host has no pid")?;
