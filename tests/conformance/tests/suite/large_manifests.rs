@@ -22,19 +22,6 @@ const EVENT_BYTES: usize = 1_000_000;
 /// Above the 1 MiB inline limit, so the snapshot lives in KV.
 const SNAPSHOT_BYTES: usize = 3 * 1024 * 1024 + 17;
 
-/// The cases that move 75 MB take turns. Under `wrangler dev --local` every
-/// Durable Object runs in one workerd process, and with two such transfers
-/// at once one of them lost its connection inside workerd ("Network
-/// connection lost", which wrangler's proxy answers as 503 "Your worker
-/// restarted mid-request") in 2 of 6 runs; taking turns, 0 of 4.
-static ONE_LARGE_TRANSFER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn take_turn() -> std::sync::MutexGuard<'static, ()> {
-    ONE_LARGE_TRANSFER
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// The JSON text of event `i`'s data: about 1 MB of text with escapes and
 /// non-ASCII, different for every event.
 fn event_data(i: usize) -> String {
@@ -223,7 +210,7 @@ fn assert_same_agent(copy: &Agent, manifest: &[u8], datas: &[String], snapshot: 
 
 #[test]
 fn an_agent_past_64_mb_moves_whole_and_in_parts_byte_for_byte() {
-    let _turn = take_turn();
+    let _turn = crate::large_transfer();
     let source = Agent::fresh("large-source");
     let (datas, snapshot) = populate(&source);
     let manifest = export_bytes(&source);
@@ -249,7 +236,7 @@ fn an_agent_past_64_mb_moves_whole_and_in_parts_byte_for_byte() {
 
 #[test]
 fn a_large_manifest_refused_near_its_end_changes_nothing() {
-    let _turn = take_turn();
+    let _turn = crate::large_transfer();
     let source = Agent::fresh("large-refused-source");
     populate(&source);
     let manifest = String::from_utf8(export_bytes(&source)).expect("UTF-8");
