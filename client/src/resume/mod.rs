@@ -219,6 +219,11 @@ pub fn after_start(
 
 /// Waits until kilo holds `message_id` and has answered the session's last user message, for
 /// at most `within`; answers kilo's messages then, or `None` when the time ran out.
+///
+/// While the session is busy only `GET /session/status` is asked (a small map): the whole
+/// session's messages are read once it is idle. Polling them through the turn made kilo
+/// serialize the conversation ten times a second while it prepared its first model request
+/// after a start, on the same thread.
 fn settle(
     kilo: &Kilo,
     session: &str,
@@ -227,13 +232,12 @@ fn settle(
 ) -> Result<Option<Vec<kilo_api::KiloMessage>>> {
     let deadline = Instant::now() + within;
     loop {
-        let messages = kilo.messages(session)?;
-        let holds = messages.iter().any(|m| m.info.id == message_id);
-        let answered = || -> Result<bool> {
-            Ok(!kilo.is_busy(session)? && cut_reply::find_cut(&messages, &[], false).is_none())
-        };
-        if holds && answered()? {
-            return Ok(Some(messages));
+        if !kilo.is_busy(session)? {
+            let messages = kilo.messages(session)?;
+            let holds = messages.iter().any(|m| m.info.id == message_id);
+            if holds && cut_reply::find_cut(&messages, &[], false).is_none() {
+                return Ok(Some(messages));
+            }
         }
         if Instant::now() >= deadline {
             return Ok(None);
