@@ -256,7 +256,6 @@ fn expected_kept(
 
 #[test]
 fn retention_drops_exactly_the_expired_versions_and_pins_hold() {
-    let _window = crate::timed();
     let Some(policy) = policy() else {
         eprintln!("STASIS_HISTORY_RETENTION is not set: the retention case needs the short policy");
         return;

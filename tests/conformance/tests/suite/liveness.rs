@@ -46,7 +46,6 @@ fn wait_until_dead(town: &Town) {
 
 #[test]
 fn a_message_for_a_dead_containers_session_is_redispatched() {
-    let _window = crate::timed();
     let town = Town::fresh("dead-container");
     let mayor = town.agent("hq", "mayor");
     mayor.register("mayor");

@@ -8,8 +8,10 @@
 //! module is one concern; filter with its name, e.g.
 //! `cargo test -p stasis-conformance --test suite fork::`.
 //! Cases share nothing but the server: each makes its own town and agents
-//! with `unique_id`, so any order and any interleaving must pass, with
-//! one exception: [`timed`] and [`large_transfer`].
+//! with `unique_id`, so any order and any interleaving must pass.
+//!
+//! The cases that move 75 MB in one request are not here: they run alone
+//! (`tests/large_manifests.rs`), as the 100 MB snapshots do.
 
 mod agent_sessions;
 mod agents;
@@ -31,7 +33,6 @@ mod ids;
 mod import_parts;
 mod inbox;
 mod json_limits;
-mod large_manifests;
 mod limits;
 mod liveness;
 mod mayor;
@@ -54,30 +55,3 @@ mod tokens;
 mod town;
 mod workspace_batches;
 mod workspaces;
-
-/// Taken (shared) by a case whose assertions hold only if the server answers
-/// within a window: the liveness timeout, a token's lifetime, a retention
-/// window. Under `wrangler dev --local` every Durable Object runs on one
-/// workerd thread, and a 75 MB import holds it for tens of seconds, so
-/// such a case never runs beside a [`large_transfer`]. (In CI the liveness
-/// case, beside one, saw its 10 s window pass between a heartbeat and the
-/// next answer.)
-static WINDOWS: std::sync::RwLock<()> = std::sync::RwLock::new(());
-
-/// For a case with a time window; see [`WINDOWS`].
-pub fn timed() -> std::sync::RwLockReadGuard<'static, ()> {
-    WINDOWS
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// For a case that moves tens of megabytes in one request: it runs alone
-/// among such cases and beside no [`timed`] one. Two such transfers at
-/// once under `wrangler dev --local` lost a connection inside workerd
-/// ("Network connection lost", which wrangler's proxy answers as 503
-/// "Your worker restarted mid-request") in 2 of 6 runs; taking turns, 0 of 4.
-pub fn large_transfer() -> std::sync::RwLockWriteGuard<'static, ()> {
-    WINDOWS
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}

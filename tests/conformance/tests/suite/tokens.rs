@@ -167,7 +167,6 @@ fn a_401_echoes_neither_the_token_nor_its_signature() {
 
 #[test]
 fn a_container_outlives_its_tokens_lifetime_by_refreshing() {
-    let _window = crate::timed();
     let town = Town::fresh("short-ttl");
     let log = AgentLog::new(&town.id, "rig-1", "mayor");
     // Long enough that a loaded server answers well within it (the suite

@@ -5,7 +5,13 @@
 //! a large manifest refused near its end leaves the agent as it was.
 //!
 //! These cases move about 75 MB per request; they take seconds on the host
-//! and tens of seconds under `wrangler dev`.
+//! and tens of seconds under `wrangler dev`. They are ignored in a plain
+//! run: `scripts/test` runs them (`--ignored`) with the 100 MB snapshots,
+//! against a server that serves nothing else at the time. Under `wrangler
+//! dev --local` every Durable Object shares one workerd thread, and in the
+//! parallel suite an export of this size, beside other cases, got no answer
+//! within the client's 120 s (CI, and one local run of the edge suite),
+//! and the liveness case beside it saw its 10 s window pass.
 #![allow(
     clippy::expect_used,
     clippy::panic,
@@ -15,6 +21,18 @@
 use serde_json::value::RawValue;
 use stasis_conformance::town::{Agent, Kilo, Town};
 use stasis_conformance::{Reply, assert_error, call, json, num, on_edge};
+
+/// The two cases that move 75 MB take turns. Under `wrangler dev --local`,
+/// two such transfers at once lost a connection inside workerd ("Network
+/// connection lost", which wrangler's proxy answers as 503 "Your worker
+/// restarted mid-request") in 2 of 6 runs; taking turns, 0 of 4.
+static ONE_LARGE_TRANSFER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn take_turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_LARGE_TRANSFER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Events appended, each about [`EVENT_BYTES`] of data.
 const EVENTS: usize = 70;
@@ -209,8 +227,9 @@ fn assert_same_agent(copy: &Agent, manifest: &[u8], datas: &[String], snapshot: 
 }
 
 #[test]
+#[ignore = "moves 75 MB: scripts/test runs it alone, with the 100 MB snapshots"]
 fn an_agent_past_64_mb_moves_whole_and_in_parts_byte_for_byte() {
-    let _turn = crate::large_transfer();
+    let _turn = take_turn();
     let source = Agent::fresh("large-source");
     let (datas, snapshot) = populate(&source);
     let manifest = export_bytes(&source);
@@ -235,8 +254,9 @@ fn an_agent_past_64_mb_moves_whole_and_in_parts_byte_for_byte() {
 }
 
 #[test]
+#[ignore = "moves 75 MB: scripts/test runs it alone, with the 100 MB snapshots"]
 fn a_large_manifest_refused_near_its_end_changes_nothing() {
-    let _turn = crate::large_transfer();
+    let _turn = take_turn();
     let source = Agent::fresh("large-refused-source");
     populate(&source);
     let manifest = String::from_utf8(export_bytes(&source)).expect("UTF-8");
@@ -272,6 +292,7 @@ fn a_large_manifest_refused_near_its_end_changes_nothing() {
 /// on their way: the refusal reaches the client (not a dropped or
 /// replaced answer), nothing changes, and the agent's next write succeeds.
 #[test]
+#[ignore = "sends megabytes: scripts/test runs it with the 100 MB snapshots"]
 fn a_large_manifest_refused_at_its_start_is_answered_while_its_body_arrives() {
     let target = Agent::fresh("large-refused-early");
     target.register("refinery");
