@@ -22,6 +22,12 @@ use serde_json::value::RawValue;
 use stasis_conformance::town::{Agent, Kilo, Town};
 use stasis_conformance::{Reply, assert_error, call, json, num, on_edge};
 
+/// Events appended, each about [`EVENT_BYTES`] of data.
+const EVENTS: usize = 70;
+const EVENT_BYTES: usize = 1_000_000;
+/// Above the 1 MiB inline limit, so the snapshot lives in KV.
+const SNAPSHOT_BYTES: usize = 3 * 1024 * 1024 + 17;
+
 /// The two cases that move 75 MB take turns. Under `wrangler dev --local`,
 /// two such transfers at once lost a connection inside workerd ("Network
 /// connection lost", which wrangler's proxy answers as 503 "Your worker
@@ -33,12 +39,6 @@ fn take_turn() -> std::sync::MutexGuard<'static, ()> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
-
-/// Events appended, each about [`EVENT_BYTES`] of data.
-const EVENTS: usize = 70;
-const EVENT_BYTES: usize = 1_000_000;
-/// Above the 1 MiB inline limit, so the snapshot lives in KV.
-const SNAPSHOT_BYTES: usize = 3 * 1024 * 1024 + 17;
 
 /// The JSON text of event `i`'s data: about 1 MB of text with escapes and
 /// non-ASCII, different for every event.
