@@ -153,9 +153,11 @@ fn kill_dash_nine_during_collection_never_loses_a_chunk_a_fork_names() {
         );
     }
     // The source goes for good, then the fork: nothing names the chunks.
-    assert_eq!(
-        send("DELETE", &format!("{}{SOURCE}", server.base), None),
-        Some(204)
+    // A 404 means the kill came just after one of the churn's destroys.
+    let destroyed = send("DELETE", &format!("{}{SOURCE}", server.base), None);
+    assert!(
+        matches!(destroyed, Some(204 | 404)),
+        "the source is destroyed or already gone: {destroyed:?}"
     );
     assert!(get_whole(&server, &format!("{FORK}/db-snapshot")) == forked_db);
     assert_eq!(
