@@ -155,12 +155,16 @@ pub fn supervised(target: &Result<Stasis, Missing>, sizes: &Sizes, tmp: &Path) -
         )
     });
     let continuation_note = measured.as_ref().ok().map(|m| {
-        let over = m.continuation_over.median;
+        let share = m.continuation_share.median;
         format!(
-            "{} over kilo alone, aim ≤ {}: {}",
-            millis(over),
+            "stasis's share (`up` → kilo spawned, plus kilo's event stream answering the sidecar → \
+             the continuation decided) {} (p99 {}), aim ≤ {}: {}; the total over kilo alone {} \
+             (kilo's start on the busier container included)",
+            millis(share),
+            millis(m.continuation_share.p99),
             millis(MAX_CONTINUATION_OVER_KILO),
-            verdict(over <= MAX_CONTINUATION_OVER_KILO)
+            verdict(share <= MAX_CONTINUATION_OVER_KILO),
+            millis(m.continuation_over.median)
         )
     });
     let inbox_note = measured.as_ref().ok().map(|m| {

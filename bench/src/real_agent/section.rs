@@ -46,7 +46,15 @@ container's `stasis-client up` to the model receiving the continuation, which in
 hydrating kilo.db and kilo's own start; the baseline is kilo alone, SIGKILLed and started \
 again by hand beside a second kilo starting (the container starts the Mayor's and the \
 polecat's at once, and on two cores the two starts slow each other), with a prompt sent as \
-soon as it is healthy, to the model receiving it. Inbox: 50 \
+soon as it is healthy, to the model receiving it. stasis's share of it comes from the Mayor's \
+log: `up` began → the kilo spawned (`spawned_at_ms` of `stasis.runtime.started`: boot, \
+hydration, the supervisor's start), plus the sidecar's read-back once kilo's event stream \
+answered (`at_ms` of `stasis.sidecar.resync`) → the cut reply's decision stored \
+(`stasis.resume.cut_reply`; the continuation is posted right after). What lies between is \
+kilo's: its start, its health answer and its first request's instance bootstrap (0.45–0.6 s \
+here, whatever the request), which kilo alone pays on its first prompt. The aim is judged on \
+the share: the total over kilo alone also carries kilo starting slower on the busier \
+container, and moved by 1.8 s between two runs of 3 rounds. Inbox: 50 \
 Mayor messages a round, each posted once kilo is idle after the previous one's turn, from the \
 start of its `POST /mayor/message` to `follow_inbox`'s delivery into the running kilo; the \
 baseline is kilo's own part of each delivery (its `prompt_async` round trip), and stasis's \

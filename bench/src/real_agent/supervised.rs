@@ -34,6 +34,9 @@ pub struct Supervised {
     pub bare_to_model: Latency,
     /// Of `to_continuation`: what `bare_to_model` does not take.
     pub continuation_over: Latency,
+    /// Of `to_continuation`: stasis's own part, from the Mayor's log (`up` → kilo spawned, and
+    /// the sidecar following kilo → the continuation decided).
+    pub continuation_share: Latency,
     /// A Mayor message posted to delivered into the running kilo.
     pub inbox: Latency,
     /// Of `inbox`: kilo accepting the message (its `prompt_async` round trip).
@@ -46,7 +49,7 @@ pub struct Supervised {
 pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Result<Supervised> {
     let client = client_bin()?;
     let kilo = stasis_kilo_harness::kilo_bin()?;
-    let mut samples: [Vec<Duration>; 11] = Default::default();
+    let mut samples: [Vec<Duration>; 12] = Default::default();
     for round in 0..rounds {
         eprintln!("  round {}: kilo alone, restarted by hand", round + 1);
         let bare = bare_kilo::measure(&dir.join(format!("bare-{round}")))?;
@@ -68,6 +71,7 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
         );
         samples[2].push(bare.restart_to_served);
         samples[3].push(report.revived_to_continuation);
+        samples[11].push(report.revived_stasis_share);
         samples[4].push(bare.start_to_model);
         samples[5].push(
             report
@@ -101,6 +105,7 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
         over_bare,
         kill_to_exit,
         inbox_stasis,
+        continuation_share,
     ] = samples.map(|s| Latency::of(s).context("no rounds"));
     Ok(Supervised {
         crash_to_served: crash?,
@@ -111,6 +116,7 @@ pub fn rounds(stasis: &Stasis, secret: &str, rounds: usize, dir: &Path) -> Resul
         to_continuation: continuation?,
         bare_to_model: bare_to_model?,
         continuation_over: continuation_over?,
+        continuation_share: continuation_share?,
         inbox: inbox?,
         inbox_runtime: inbox_runtime?,
         inbox_stasis: inbox_stasis?,

@@ -83,6 +83,9 @@ struct PartUpdated<'a> {
 struct ResyncNote<'a> {
     reason: ResyncReason,
     since_ms: u64,
+    /// When it read back: just after the runtime's event stream answered (a recovery's
+    /// timeline starts here once the runtime serves).
+    at_ms: u64,
     messages: usize,
     parts: usize,
     /// Messages and parts the log already held as they are: not sent again.
@@ -130,6 +133,7 @@ pub(crate) fn read_back(
     let note = ResyncNote {
         reason: resync.reason,
         since_ms: since,
+        at_ms: now_ms,
         messages: changes.messages,
         parts: changes.parts,
         already_stored: changes.already_stored,

@@ -54,6 +54,9 @@ pub struct StoredEvent {
     pub session_id: Option<String>,
     /// Its data's JSON text, byte for byte as the sidecar sent it.
     pub data: Box<RawValue>,
+    /// When stasis stored it (epoch ms).
+    #[serde(default)]
+    pub created_at: Option<u64>,
 }
 
 impl StoredEvent {

@@ -3,7 +3,7 @@
 use super::commands::{git, turn};
 use super::container::Entrypoint;
 use super::fork;
-use super::log::{data, get_json, last_seq, number, poll, supervisor_events};
+use super::log::{data, epoch_ms, get_json, last_seq, number, poll, supervisor_events};
 use super::revival::{self, Killed};
 use super::waits::{alive, empty_root, gone_soon, wait_listening, wait_started};
 use super::{
@@ -15,7 +15,7 @@ use anyhow::{Context, Result, ensure};
 use rustix::process::{Pid, Signal, kill_process_group};
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 /// How long a start, a turn, or a log write may take on a busy machine.
 const WITHIN: Duration = Duration::from_secs(150);
@@ -102,9 +102,7 @@ fn act_crash(
     )?;
     report.crash_to_served = killed.elapsed();
     report.kilo_start = back.ready;
-    let killed_at_ms = killed_at
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let killed_at_ms = epoch_ms(killed_at);
     let spawned_at_ms = back
         .spawned_at_ms
         .context("the restart's stasis.runtime.started has no spawned_at_ms")?;
@@ -264,7 +262,12 @@ fn act_fenced(stage: &Stage<'_>, killed: &Killed, report: &mut SupervisionReport
         last_seq(&stage.api, &stage.agent_path(MAYOR))?,
         last_seq(&stage.api, &stage.agent_path(POLECAT))?,
     ];
-    let began = (Instant::now(), stage.model.requests().len());
+    let began = revival::Began {
+        at: Instant::now(),
+        at_ms: epoch_ms(SystemTime::now()),
+        model_requests: stage.model.requests().len(),
+        mayor_mark: marks[0],
+    };
     let mut a2 = stage.up("c-sup-a2", &[], &stage.work.join("a2.log"))?;
     let result = (|| {
         let mayor = wait_started(stage, &mut a2, MAYOR, marks[0])?;
@@ -277,7 +280,7 @@ fn act_fenced(stage: &Stage<'_>, killed: &Killed, report: &mut SupervisionReport
             messages.len()
         );
         stage.say("   ✓ both agents of the registry back, the Mayor's session hydrated");
-        revival::check_revived(stage, &mut a2, &mayor, killed, began, report)?;
+        revival::check_revived(stage, &mut a2, &mayor, killed, &began, report)?;
         let booted = Command::new(&stage.options.client_bin)
             .args([
                 "boot",

@@ -20,6 +20,12 @@ pub fn town_token(secret: &str, town: &str) -> Result<String> {
         .context("minting the town's token")
 }
 
+/// `at` in milliseconds since the epoch (0 before it).
+pub fn epoch_ms(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// An event's data, parsed.
 pub fn data(event: &StoredEvent) -> Value {
     serde_json::from_str(event.data.get()).unwrap_or(Value::Null)

@@ -3,20 +3,31 @@
 //! stasis holds, and the Mayor message posted while no container lived delivered once.
 
 use super::container::Entrypoint;
-use super::log::{last_seq, poll};
+use super::log::{last_seq, number, poll};
 use super::waits::{self, Started, alive, wait_started};
 use super::workspace::{self, WorkTree};
 use super::{MAYOR, PROMPT_LONG, RIG, Stage, SupervisionReport};
 use crate::story::checks::{self, CutReply};
 use crate::story::resume::{CONTINUATION_MARK, GAP_NOTE, REPLY_CONTINUED, REPLY_GAP};
 use crate::{KiloApi, KiloMessage, ModelRequest};
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use std::time::{Duration, Instant};
 
 /// How long a start or a turn may take on a busy machine.
 const WITHIN: Duration = Duration::from_secs(150);
 /// The pieces of the reply stasis must hold before the kill.
 const DELTAS_BEFORE_KILL: usize = 3;
+
+/// When the container after K began: its `up` started then.
+pub(super) struct Began {
+    pub(super) at: Instant,
+    /// The same instant on the wall clock (epoch ms), to compare with the log's times.
+    pub(super) at_ms: u64,
+    /// The model's requests by then.
+    pub(super) model_requests: usize,
+    /// The Mayor's last seq by then.
+    pub(super) mayor_mark: u64,
+}
 
 /// What the killed container left: the cut reply as stasis holds it.
 pub(super) struct Killed {
@@ -106,10 +117,10 @@ pub(super) fn check_revived(
     container: &mut Entrypoint,
     mayor: &Started,
     killed: &Killed,
-    began: (Instant, usize),
+    began: &Began,
     report: &mut SupervisionReport,
 ) -> Result<()> {
-    let (started, before) = began;
+    let (started, before) = (began.at, began.model_requests);
     let model = stage.model;
     report.revived_to_continuation = poll(
         "the continuation to reach the model",
@@ -124,6 +135,7 @@ pub(super) fn check_revived(
         },
     )?;
     report.revived_kilo_start = mayor.ready;
+    report.revived_stasis_share = stasis_share(stage, began)?;
     let api = KiloApi::new(&mayor.url);
     let messages = poll(
         "the Mayor's session to end with the gap message's reply",
@@ -171,11 +183,46 @@ pub(super) fn check_revived(
     report.recovered = show(&messages);
     stage.say(&format!(
         "   ✓ the continuation reached the model {:.1?} after up began (kilo's own start {:.1?}); \
-         one continuation carried the streamed text, its reply finished the cut turn; the gap's \
-         message went in once, answered. The Mayor's session ({RIG}/{MAYOR}):\n{}",
-        report.revived_to_continuation, report.revived_kilo_start, report.recovered
+         stasis's share {:.0?}); one continuation carried the streamed text, its reply finished \
+         the cut turn; the gap's message went in once, answered. The Mayor's session \
+         ({RIG}/{MAYOR}):\n{}",
+        report.revived_to_continuation,
+        report.revived_kilo_start,
+        report.revived_stasis_share,
+        report.recovered
     ));
     Ok(())
+}
+
+/// stasis's own part of the container's `up` → the continuation sent, from the Mayor's log:
+/// `up` began → its kilo spawned (boot, hydration, the supervisor's start), then the sidecar's
+/// read-back once kilo's event stream answered → the cut reply's decision recorded (the ready
+/// hook, `after_start`'s reads; the continuation is posted right after). What lies between is
+/// kilo's: its start to the listening line, its health answer and its first request's instance
+/// bootstrap, which kilo alone pays on its first prompt too.
+fn stasis_share(stage: &Stage<'_>, began: &Began) -> Result<Duration> {
+    let events = stage
+        .api
+        .events_after(&stage.agent_path(MAYOR), began.mayor_mark)?;
+    let start = events
+        .iter()
+        .rposition(|e| e.kind == "stasis.runtime.started")
+        .context("A2's Mayor has no stasis.runtime.started")?;
+    let spawned = number(&events[start], "/spawned_at_ms").context("no spawned_at_ms")?;
+    let since_start = &events[start..];
+    let read_back = since_start
+        .iter()
+        .find(|e| e.kind == "stasis.sidecar.resync")
+        .and_then(|e| number(e, "/at_ms"))
+        .context("no stasis.sidecar.resync with at_ms after A2's start")?;
+    let decided = since_start
+        .iter()
+        .find(|e| e.kind == "stasis.resume.cut_reply")
+        .and_then(|e| e.created_at)
+        .context("no stasis.resume.cut_reply after A2's start")?;
+    Ok(Duration::from_millis(
+        spawned.saturating_sub(began.at_ms) + decided.saturating_sub(read_back),
+    ))
 }
 
 /// The chat requests whose last user message is a continuation carrying `streamed` (the
