@@ -250,7 +250,7 @@ fn act_evict(
     );
     stage.say(
         "   ✓ every phase in each agent's log, the Mayor not nudged; the save command pushed \
-               the polecat's edit; each last snapshot covers its agent's last turn",
+               the polecat's edit; each last snapshot covers its agent's last event",
     );
     Ok(())
 }
@@ -372,10 +372,9 @@ fn check_history(stage: &Stage<'_>, before: usize) -> Result<()> {
     Ok(())
 }
 
-/// The agent's last snapshot covers its last turn: its watermark is at or past the turn's last
-/// `session.idle`. Not asserted: that it reaches the log's last event. kilo's events after the
-/// idle (a session update, its shutdown) and the supervisor's own come later, and the sidecar
-/// skips a last push when kilo.db is unchanged, so the watermark stays at the push before.
+/// The agent's last snapshot covers its last event: the eviction's flush pushes kilo.db once
+/// every event is stored (kilo is stopped by then, and the supervisor's `flush` phase is its
+/// last event), with the stored events' seq as its watermark even when kilo.db did not change.
 fn check_watermark(stage: &Stage<'_>, agent: &str) -> Result<()> {
     let path = stage.agent_path(agent);
     let events = stage.api.events_after(&path, 0)?;
@@ -387,11 +386,13 @@ fn check_watermark(stage: &Stage<'_>, agent: &str) -> Result<()> {
     let last = events.last().map_or(0, |e| e.seq);
     let watermark = stage.api.snapshot_watermark(&path)?.unwrap_or(0);
     ensure!(
-        watermark >= last_idle,
-        "{agent}'s last snapshot is at watermark {watermark}, its last turn ended at {last_idle}"
+        watermark >= last,
+        "{agent}'s last snapshot is at watermark {watermark}, its log at {last} (its last turn \
+         ended at {last_idle})"
     );
     stage.say(&format!(
-        "   {agent}: last snapshot at watermark {watermark}; last turn ended at {last_idle}, last event {last}"
+        "   {agent}: last snapshot at watermark {watermark}, the log's last event; its last turn \
+         ended at {last_idle}"
     ));
     Ok(())
 }
