@@ -146,7 +146,11 @@ fn phases(
     }
 
     let pid = e.runtime.pid;
-    let graceful = e.runtime.stop(options.stop_grace);
+    // The runtime's grace comes out of the budget too: past it, SIGKILL at once.
+    let grace = options
+        .stop_grace
+        .min(deadline.saturating_duration_since(Instant::now()));
+    let graceful = e.runtime.stop(grace);
     let data = json!({ "pid": pid, "graceful": graceful });
     e.journal.record("stasis.eviction.stop", None, data)?;
     let left = deadline.saturating_duration_since(Instant::now());

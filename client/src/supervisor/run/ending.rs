@@ -114,9 +114,15 @@ impl Loop<'_> {
         }
         run.alive.store(false, Ordering::SeqCst);
         let left = deadline.saturating_duration_since(Instant::now());
+        // The last snapshot is worth a moment past the budget; the exit code then says so.
         run.stop.stop_within(left.max(Duration::from_secs(1)));
         self.await_sidecar(run, deadline + Duration::from_secs(5));
+        let late = Instant::now().saturating_duration_since(deadline);
         match run.sidecar_done.take().map(|report| report.end) {
+            Some(End::Stopped) if late > Duration::ZERO => Outcome::OverBudget(format!(
+                "every phase done and the last snapshot pushed, {late:.1?} past the {:?} budget",
+                self.options.eviction.budget
+            )),
             Some(End::Stopped) => Outcome::Evicted,
             Some(End::OverBudget(what)) => Outcome::OverBudget(what),
             Some(End::Failed(error)) if error.is_fenced() => Outcome::Fenced(error),

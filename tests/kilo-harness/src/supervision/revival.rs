@@ -182,7 +182,7 @@ pub(super) fn check_revived(
     );
     report.recovered = show(&messages);
     stage.say(&format!(
-        "   ✓ the continuation reached the model {:.1?} after up began (kilo's own start {:.1?}); \
+        "   ✓ the continuation reached the model {:.1?} after up began (kilo's own start {:.1?}, \
          stasis's share {:.0?}); one continuation carried the streamed text, its reply finished \
          the cut turn; the gap's message went in once, answered. The Mayor's session \
          ({RIG}/{MAYOR}):\n{}",
