@@ -47,14 +47,15 @@ hydrating kilo.db and kilo's own start; the baseline is kilo alone, SIGKILLed an
 again by hand beside a second kilo starting (the container starts the Mayor's and the \
 polecat's at once, and on two cores the two starts slow each other), with a prompt sent as \
 soon as it is healthy, to the model receiving it. stasis's share of it comes from the Mayor's \
-log: `up` began → the kilo spawned (`spawned_at_ms` of `stasis.runtime.started`: boot, \
-hydration, the supervisor's start), plus the sidecar's read-back once kilo's event stream \
-answered (`at_ms` of `stasis.sidecar.resync`) → the cut reply's decision stored \
-(`stasis.resume.cut_reply`; the continuation is posted right after). What lies between is \
-kilo's: its start, its health answer and its first request's instance bootstrap (0.45–0.6 s \
-here, whatever the request), which kilo alone pays on its first prompt. The aim is judged on \
-the share: the total over kilo alone also carries kilo starting slower on the busier \
-container, and moved by 1.8 s between two runs of 3 rounds. Inbox: 50 \
+log: the whole less kilo's start (spawn → its listening line: `spawned_at_ms` and `ready_ms` of \
+`stasis.runtime.started`) and less kilo's answer to the sidecar's `GET /event` (`stream` of \
+`stasis.sidecar.resync`: kilo's first request after a start, its instance bootstrap, 0.45–0.6 \
+s here whatever the request, which kilo alone pays on its first prompt), up to the cut reply's \
+decision stored (`stasis.resume.cut_reply`; the continuation is posted right after). So it \
+holds boot, hydration, the supervisor's and the sidecar's starts, kilo's health answer, the \
+ready hook and resume's reads. The aim is judged on the share: the total over kilo alone also \
+carries kilo starting slower on the busier container, and moved by 2.4 s across four runs of 3 \
+rounds. Inbox: 50 \
 Mayor messages a round, each posted once kilo is idle after the previous one's turn, from the \
 start of its `POST /mayor/message` to `follow_inbox`'s delivery into the running kilo; the \
 baseline is kilo's own part of each delivery (its `prompt_async` round trip), and stasis's \

@@ -34,8 +34,8 @@ pub struct Supervised {
     pub bare_to_model: Latency,
     /// Of `to_continuation`: what `bare_to_model` does not take.
     pub continuation_over: Latency,
-    /// Of `to_continuation`: stasis's own part, from the Mayor's log (`up` → kilo spawned, and
-    /// the sidecar following kilo → the continuation decided).
+    /// Of `to_continuation`: stasis's own part, from the Mayor's log (all but kilo's start and
+    /// its answer to the sidecar's first request).
     pub continuation_share: Latency,
     /// A Mayor message posted to delivered into the running kilo.
     pub inbox: Latency,

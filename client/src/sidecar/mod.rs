@@ -283,11 +283,13 @@ impl Sidecar {
                 reason: ResyncReason::Restart,
                 since_ms: state.covered_until_ms,
                 gap: None,
+                opened: None,
             },
             None => Resync {
                 reason: ResyncReason::Start,
                 since_ms: started_ms,
                 gap: None,
+                opened: None,
             },
         };
         let state = saved.unwrap_or_else(|| ProducerState::new(&options.container_id, now_ms()));

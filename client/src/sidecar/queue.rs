@@ -65,6 +65,16 @@ pub(crate) struct Resync {
     pub(crate) reason: ResyncReason,
     pub(crate) since_ms: u64,
     pub(crate) gap: Option<Gap>,
+    /// The opening of the runtime's event stream this resync follows, when it follows one.
+    pub(crate) opened: Option<StreamOpened>,
+}
+
+/// When the runtime's event stream was asked for and when it answered (ms since the epoch): a
+/// recovery's timeline tells the runtime's first answer from the sidecar's own work by them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct StreamOpened {
+    pub(crate) requested_ms: u64,
+    pub(crate) answered_ms: u64,
 }
 
 /// One queued thing.
@@ -261,6 +271,7 @@ fn gap_resync(gap: Gap, since_ms: u64) -> Resync {
         reason: ResyncReason::BufferFull,
         since_ms,
         gap: Some(gap),
+        opened: None,
     }
 }
 
@@ -357,6 +368,7 @@ mod tests {
             reason: ResyncReason::Reconnect,
             since_ms: 20,
             gap: None,
+            opened: None,
         });
         queue.next();
         assert!(queue.reopen_if_room());
@@ -379,6 +391,7 @@ mod tests {
             reason: ResyncReason::Start,
             since_ms: 0,
             gap: None,
+            opened: None,
         });
         assert!(queue.next_event_until(soon(), |_| true).is_some());
         assert!(

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::event::{Outgoing, encode};
-use super::queue::{Gap, Resync, ResyncReason};
+use super::queue::{Gap, Resync, ResyncReason, StreamOpened};
 use super::runtime::{MessageWithParts, Runtime};
 use super::stored::{Said, StoredLog};
 use crate::error::Result;
@@ -83,9 +83,9 @@ struct PartUpdated<'a> {
 struct ResyncNote<'a> {
     reason: ResyncReason,
     since_ms: u64,
-    /// When it read back: just after the runtime's event stream answered (a recovery's
-    /// timeline starts here once the runtime serves).
-    at_ms: u64,
+    /// The event stream's opening it follows (absent after a full buffer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<StreamOpened>,
     messages: usize,
     parts: usize,
     /// Messages and parts the log already held as they are: not sent again.
@@ -133,7 +133,7 @@ pub(crate) fn read_back(
     let note = ResyncNote {
         reason: resync.reason,
         since_ms: since,
-        at_ms: now_ms,
+        stream: resync.opened,
         messages: changes.messages,
         parts: changes.parts,
         already_stored: changes.already_stored,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::control::Control;
 use super::event::{EventFilter, Verdict};
-use super::queue::{Pushed, Queue, Resync, ResyncReason};
+use super::queue::{Pushed, Queue, Resync, ResyncReason, StreamOpened};
 use super::runtime::Runtime;
 use super::stats::{Stats, add};
 use super::{Log, now_ms};
@@ -57,12 +57,17 @@ impl Reader {
         let mut failed_opens = 0u32;
         let mut connected_once = false;
         while !self.control.is_stopping() {
+            let requested_ms = now_ms();
             let delay = match self.runtime.open_events(self.idle_timeout) {
                 Ok(body) => {
                     failed_opens = 0;
                     let opened = Instant::now();
                     self.announce(connected_once, &resync);
                     connected_once = true;
+                    resync.opened = Some(StreamOpened {
+                        requested_ms,
+                        answered_ms: now_ms(),
+                    });
                     self.queue.push_resync(resync.clone());
                     self.control.set_following();
                     let lost = self.read(body, &mut filter);
@@ -74,6 +79,7 @@ impl Reader {
                         reason: ResyncReason::Reconnect,
                         since_ms: lost.last_ms,
                         gap: None,
+                        opened: None,
                     };
                     if opened.elapsed() >= HEALTHY_STREAM {
                         failures = 0;

@@ -9,7 +9,8 @@
 //! 4. `abort`: a turn still running is aborted;
 //! 5. `save`: the save command runs in the agent's working folder, within its own timeout; then
 //!    the agent's workspace, when one is kept, is saved (`stasis.workspace.saved`);
-//! 6. `stop`: the runtime is stopped (SIGTERM, then SIGKILL after the grace);
+//! 6. `stop`: the runtime is stopped (SIGTERM, then SIGKILL after the grace, or at once once
+//!    the budget is spent);
 //! 7. `flush`: then the caller has the sidecar forward what it holds and push a last snapshot.
 
 use std::io::{BufRead, BufReader, Read};

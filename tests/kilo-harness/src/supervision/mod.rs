@@ -109,8 +109,8 @@ pub struct SupervisionReport {
     pub revived_to_continuation: Duration,
     /// Of that: the Mayor's kilo's own start (spawn to its listening line) in A2.
     pub revived_kilo_start: Duration,
-    /// Of that: stasis's own part (`up` → kilo spawned, and the sidecar following kilo → the
-    /// cut reply's decision), from the Mayor's log.
+    /// Of that: stasis's own part, from the Mayor's log: all but kilo's start and its answer to
+    /// the sidecar's `GET /event` (its instance bootstrap).
     pub revived_stasis_share: Duration,
     /// The Mayor's session in A2 after recovery, one line per message.
     pub recovered: String,

@@ -195,34 +195,47 @@ pub(super) fn check_revived(
 }
 
 /// stasis's own part of the container's `up` → the continuation sent, from the Mayor's log:
-/// `up` began → its kilo spawned (boot, hydration, the supervisor's start), then the sidecar's
-/// read-back once kilo's event stream answered → the cut reply's decision recorded (the ready
-/// hook, `after_start`'s reads; the continuation is posted right after). What lies between is
-/// kilo's: its start to the listening line, its health answer and its first request's instance
-/// bootstrap, which kilo alone pays on its first prompt too.
+/// everything but kilo's start (spawn → its listening line, `ready_ms`) and kilo's answer to
+/// the sidecar's `GET /event` (its first request after a start: the instance bootstrap, which
+/// kilo alone pays on its first prompt too). That is `up` began → kilo spawned (boot,
+/// hydration, the supervisor's start), kilo listening → `/event` asked for (the sidecar's
+/// start), and `/event` answered → the cut reply's decision stored (the ready hook, resume's
+/// reads; the continuation is posted right after). The decision's time is stasis's
+/// `created_at`, on the same machine's clock.
 fn stasis_share(stage: &Stage<'_>, began: &Began) -> Result<Duration> {
     let events = stage
         .api
         .events_after(&stage.agent_path(MAYOR), began.mayor_mark)?;
     let start = events
         .iter()
-        .rposition(|e| e.kind == "stasis.runtime.started")
+        .position(|e| e.kind == "stasis.runtime.started")
         .context("A2's Mayor has no stasis.runtime.started")?;
-    let spawned = number(&events[start], "/spawned_at_ms").context("no spawned_at_ms")?;
+    let at = |pointer: &str| {
+        number(&events[start], pointer)
+            .with_context(|| format!("A2's stasis.runtime.started has no {pointer}"))
+    };
+    let spawned = at("/spawned_at_ms")?;
+    let listening = spawned + at("/ready_ms")?;
     let since_start = &events[start..];
-    let read_back = since_start
+    let stream = since_start
         .iter()
         .find(|e| e.kind == "stasis.sidecar.resync")
-        .and_then(|e| number(e, "/at_ms"))
-        .context("no stasis.sidecar.resync with at_ms after A2's start")?;
+        .context("no stasis.sidecar.resync after A2's start")?;
+    let requested = number(stream, "/stream/requested_ms").context("no stream.requested_ms")?;
+    let answered = number(stream, "/stream/answered_ms").context("no stream.answered_ms")?;
     let decided = since_start
         .iter()
         .find(|e| e.kind == "stasis.resume.cut_reply")
         .and_then(|e| e.created_at)
         .context("no stasis.resume.cut_reply after A2's start")?;
-    Ok(Duration::from_millis(
-        spawned.saturating_sub(began.at_ms) + decided.saturating_sub(read_back),
-    ))
+    let span = |from: u64, to: u64, what: &str| {
+        to.checked_sub(from)
+            .with_context(|| format!("{what}: {from} ms → {to} ms runs backwards"))
+    };
+    let share = span(began.at_ms, spawned, "up began → kilo spawned")?
+        + span(listening, requested, "kilo listening → /event asked for")?
+        + span(answered, decided, "/event answered → the cut reply decided")?;
+    Ok(Duration::from_millis(share))
 }
 
 /// The chat requests whose last user message is a continuation carrying `streamed` (the
