@@ -143,7 +143,7 @@ fn phases(
     }
     if let Some(workspace) = e.workspace {
         // After the save command: its WIP commit is part of what is saved.
-        workspace.save("eviction", Some(deadline))?;
+        workspace.save_last(deadline)?;
     }
 
     let pid = e.runtime.pid;

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -64,6 +64,9 @@ pub(super) struct Keeper {
     log: Log,
     /// One save at a time; the last failure logged, so a lasting one is logged once.
     saving: Mutex<Option<String>>,
+    /// Set by the eviction's save, the last one: a later save's event would land after the
+    /// last snapshot's watermark.
+    closed: AtomicBool,
 }
 
 impl Keeper {
@@ -90,6 +93,7 @@ impl Keeper {
             journal: Arc::clone(journal),
             log: Arc::clone(log),
             saving: Mutex::new(None),
+            closed: AtomicBool::new(false),
         }))
     }
 
@@ -130,9 +134,29 @@ impl Keeper {
     }
 
     /// Saves the folder (nothing is sent when it did not change); answers whether it is
-    /// stored. Fails only when stasis fenced this container.
+    /// stored. Fails only when stasis fenced this container. Saves nothing once the eviction
+    /// saved.
     pub(super) fn save(&self, why: &str, deadline: Option<Instant>) -> Result<bool> {
-        let mut last_error = self.saving.lock().unwrap_or_else(|p| p.into_inner());
+        let last_error = self.saving.lock().unwrap_or_else(|p| p.into_inner());
+        if self.closed.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        self.push(last_error, why, deadline)
+    }
+
+    /// The eviction's save, the last: a save under way finishes first, none starts after.
+    pub(super) fn save_last(&self, deadline: Instant) -> Result<bool> {
+        self.closed.store(true, Ordering::SeqCst);
+        let last_error = self.saving.lock().unwrap_or_else(|p| p.into_inner());
+        self.push(last_error, "eviction", Some(deadline))
+    }
+
+    fn push(
+        &self,
+        mut last_error: MutexGuard<'_, Option<String>>,
+        why: &str,
+        deadline: Option<Instant>,
+    ) -> Result<bool> {
         let mut options = self.push.clone();
         options.deadline = Some(deadline.unwrap_or_else(|| Instant::now() + SAVE_TIMEOUT));
         match workspace_sync::push(&self.client, &self.agent, &self.dir, &options) {
