@@ -136,12 +136,12 @@ impl Keeper {
     /// Saves the folder (nothing is sent when it did not change); answers whether it is
     /// stored. Fails only when stasis fenced this container. Saves nothing once the eviction
     /// saved.
-    pub(super) fn save(&self, why: &str, deadline: Option<Instant>) -> Result<bool> {
+    pub(super) fn save(&self, why: &str) -> Result<bool> {
         let last_error = self.saving.lock().unwrap_or_else(|p| p.into_inner());
         if self.closed.load(Ordering::SeqCst) {
             return Ok(false);
         }
-        self.push(last_error, why, deadline)
+        self.push(last_error, why, None)
     }
 
     /// The eviction's save, the last: a save under way finishes first, none starts after.
@@ -204,7 +204,7 @@ impl Keeper {
                 return;
             }
             last_save = Instant::now();
-            if let Err(error) = self.save(why, None) {
+            if let Err(error) = self.save(why) {
                 (self.log)(&format!("workspace save: {error}"));
                 return;
             }
