@@ -2,9 +2,12 @@
 //! whole-file snapshot PUT writes its chunks, and a collection deletes
 //! them, a batch at a time.
 //!
-//! A batched value is written to a temporary file and fsynced there (the
-//! host does this in the background while the PUT's body still arrives);
-//! the batch's settle renames each into place and fsyncs each folder
+//! A batched value is written to a temporary file and made durable there:
+//! fsynced alone (a whole-file PUT's few large chunks, written in the
+//! background while its body still arrives), or, for a batch upload's many
+//! small ones, all at once by one `syncfs` of the file system once every
+//! file is written ([`KvFolder::sync_staged`]): one flush, not one a file.
+//! The batch's settle renames each into place and fsyncs each folder
 //! touched once. A key therefore only ever names a whole, durable value,
 //! as with [`KvFolder::set`]; what a crash leaves before the settle is
 //! temporary files, removed at the next start.
@@ -33,17 +36,32 @@ impl Staged {
     }
 }
 
+/// When a staged value's bytes are made durable (with fsync durability).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StagedSync {
+    /// Its file is fsynced as soon as it is written.
+    Alone,
+    /// Later, with the batch's others: [`KvFolder::sync_staged`].
+    WithBatch,
+}
+
 impl KvFolder {
-    /// Writes `value` for `key` to a temporary file, fsynced with fsync
-    /// durability: in place once [`KvFolder::settle`] ran.
-    pub fn stage(&self, bucket: &BucketHandle, key: &str, value: &[u8]) -> Result<Staged, KvError> {
+    /// Writes `value` for `key` to a temporary file, fsynced (with fsync
+    /// durability) as `sync` says: in place once [`KvFolder::settle`] ran.
+    pub fn stage(
+        &self,
+        bucket: &BucketHandle,
+        key: &str,
+        value: &[u8],
+        sync: StagedSync,
+    ) -> Result<Staged, KvError> {
         let path = key_path(bucket, key)?;
         let temp = self
             .temp_file(bucket)
             .map_err(|(path, source)| KvError::Io { path, source })?;
         let written = fs::File::create(&temp).and_then(|mut file| {
             file.write_all(value)?;
-            if self.durability() == Durability::Fsync {
+            if self.durability() == Durability::Fsync && sync == StagedSync::Alone {
                 file.sync_all()?;
             }
             Ok(())
@@ -53,6 +71,22 @@ impl KvFolder {
             return Err(KvError::Io { path: temp, source });
         }
         Ok(Staged { temp, path })
+    }
+
+    /// Makes the bytes of every value staged [`StagedSync::WithBatch`] in
+    /// `bucket` durable (with fsync durability): one `syncfs` of the file
+    /// system that holds it, which flushes every file written, where an
+    /// fsync of each would wait for the disk once a file.
+    pub fn sync_staged(&self, bucket: &BucketHandle) -> Result<(), KvError> {
+        if self.durability() != Durability::Fsync {
+            return Ok(());
+        }
+        let io = |source| KvError::Io {
+            path: bucket.dir.clone(),
+            source,
+        };
+        let folder = fs::File::open(&bucket.dir).map_err(io)?;
+        rustix::fs::syncfs(&folder).map_err(|errno| io(errno.into()))
     }
 
     /// Puts every staged value in place durably: each renamed, then each
@@ -127,11 +161,17 @@ mod tests {
         let staged: Vec<Staged> = (0..10)
             .map(|k| {
                 let key = format!("t/r/a/chunks/c{k}");
-                kv.stage(&bucket, &key, format!("value {k}").as_bytes())
-                    .expect("stage")
+                kv.stage(
+                    &bucket,
+                    &key,
+                    format!("value {k}").as_bytes(),
+                    StagedSync::WithBatch,
+                )
+                .expect("stage")
             })
             .collect();
         assert_eq!(kv.get(&bucket, "t/r/a/chunks/c3").expect("get"), None);
+        kv.sync_staged(&bucket).expect("sync");
         kv.settle(staged).expect("settle");
         for k in 0..10 {
             let value = kv.get(&bucket, &format!("t/r/a/chunks/c{k}")).expect("get");
@@ -143,12 +183,15 @@ mod tests {
     #[test]
     fn discarded_values_leave_no_file() {
         let (_dir, kv, bucket) = folder();
-        kv.stage(&bucket, "k", b"v").expect("stage").discard();
+        kv.stage(&bucket, "k", b"v", StagedSync::Alone)
+            .expect("stage")
+            .discard();
         assert_eq!(kv.get(&bucket, "k").expect("get"), None);
-        let temps = fs::read_dir(bucket.dir.join(".tmp"))
-            .expect("temp dir")
-            .count();
-        assert_eq!(temps, 0);
+        let lanes = fs::read_dir(bucket.dir.join(".tmp")).expect("temp dir");
+        for lane in lanes {
+            let temps = fs::read_dir(lane.expect("lane").path()).expect("lane dir");
+            assert_eq!(temps.count(), 0);
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! place. A whole-file GET
 //! reads them ahead ([`read_ahead`]).
 
+use super::batch::StagedSync;
 use super::folder::{BucketHandle, KvError, KvFolder};
 use stasis_domain::{
     DomainError,
@@ -66,13 +67,24 @@ impl HostBlobs {
 /// Threads a batch upload's values are written on.
 const PUT_MANY_THREADS: usize = 4;
 
-/// Stages every value (on [`PUT_MANY_THREADS`] threads), then settles them
-/// together; on a failure none is put in place.
+/// A batch of at least this many values is made durable by one `syncfs`
+/// rather than an fsync a file. `syncfs` flushes whatever else the file
+/// system holds unwritten too, so a batch of a few chunks keeps its own
+/// fsyncs and waits for nobody else's bytes.
+const SYNCFS_FROM_VALUES: usize = 16;
+
+/// Stages every value (on [`PUT_MANY_THREADS`] threads), makes them
+/// durable, then settles them together; on a failure none is put in place.
 fn put_many(
     kv: &KvFolder,
     bucket: &BucketHandle,
     values: &[(String, Vec<u8>)],
 ) -> Result<(), KvError> {
+    let sync = if values.len() >= SYNCFS_FROM_VALUES {
+        StagedSync::WithBatch
+    } else {
+        StagedSync::Alone
+    };
     let per_thread = values.len().div_ceil(PUT_MANY_THREADS).max(1);
     let groups: Vec<(Vec<super::batch::Staged>, Option<KvError>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = values
@@ -81,7 +93,7 @@ fn put_many(
                 scope.spawn(move || {
                     let mut staged = Vec::new();
                     for (key, value) in group {
-                        match kv.stage(bucket, key, value) {
+                        match kv.stage(bucket, key, value, sync) {
                             Ok(value) => staged.push(value),
                             Err(err) => return (staged, Some(err)),
                         }
@@ -110,6 +122,9 @@ fn put_many(
         if failure.is_none() {
             failure = err;
         }
+    }
+    if failure.is_none() && sync == StagedSync::WithBatch {
+        failure = kv.sync_staged(bucket).err();
     }
     if let Some(err) = failure {
         all.into_iter().for_each(super::batch::Staged::discard);
@@ -172,9 +187,9 @@ impl BlobStore for HostBlobs {
         SPLIT_CHUNK_SIZE
     }
 
-    /// A batch upload's chunks: each written to a temporary file and
-    /// fsynced (on a few threads), then all renamed into place and their
-    /// folder fsynced once.
+    /// A batch upload's chunks: each written to a temporary file (on a few
+    /// threads), all made durable (by one `syncfs` when they are many), then
+    /// all renamed into place and their folder fsynced once.
     async fn put_many(&self, values: Vec<(String, Vec<u8>)>) -> Result<(), DomainError> {
         self.blocking(move |kv, bucket| put_many(kv, bucket, &values))
             .await

@@ -48,6 +48,10 @@ const LIST_PAGE: usize = 1_000;
 /// Temporary files live here, inside each bucket (same file system as the
 /// keys, so the rename is atomic); dot-names are never valid keys.
 const TEMP_DIR: &str = ".tmp";
+/// Temporary files are spread over this many folders under [`TEMP_DIR`]:
+/// creating a file locks its folder, and a batch's writer threads would
+/// otherwise wait on each other for one.
+const TEMP_LANES: u64 = 8;
 
 impl KvFolder {
     /// The store rooted at `root`. Temporary files left by a crash are
@@ -130,13 +134,10 @@ impl KvFolder {
 
     /// A new temporary file's path in `bucket` (its folder created).
     pub(super) fn temp_file(&self, bucket: &BucketHandle) -> Result<PathBuf, (PathBuf, io::Error)> {
-        let temp_dir = bucket.dir.join(TEMP_DIR);
-        fs::create_dir_all(&temp_dir).map_err(|err| (temp_dir.clone(), err))?;
-        Ok(temp_dir.join(format!(
-            "{}-{}",
-            std::process::id(),
-            self.temp_counter.fetch_add(1, Ordering::Relaxed)
-        )))
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        let lane = bucket.dir.join(TEMP_DIR).join((n % TEMP_LANES).to_string());
+        fs::create_dir_all(&lane).map_err(|err| (lane.clone(), err))?;
+        Ok(lane.join(format!("{}-{n}", std::process::id())))
     }
 
     /// Removes `key`; a missing key is fine.

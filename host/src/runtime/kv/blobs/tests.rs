@@ -12,8 +12,15 @@ fn blobs() -> (tempfile::TempDir, Arc<KvFolder>, HostBlobs) {
     (dir, kv, blobs)
 }
 
+/// Files in the temporary folder's lanes.
 fn temp_files(dir: &tempfile::TempDir) -> usize {
-    std::fs::read_dir(dir.path().join("kv").join(KV_BUCKET).join(".tmp")).map_or(0, Iterator::count)
+    let Ok(lanes) = std::fs::read_dir(dir.path().join("kv").join(KV_BUCKET).join(".tmp")) else {
+        return 0;
+    };
+    lanes
+        .flatten()
+        .map(|lane| std::fs::read_dir(lane.path()).map_or(0, Iterator::count))
+        .sum()
 }
 
 /// `count` distinct chunks of a few hundred KB.
@@ -114,6 +121,30 @@ async fn read_all(blobs: &HostBlobs, names: &[String]) -> Vec<Vec<u8>> {
         .collect()
         .await;
     all.into_iter().map(|r| r.expect("read").to_vec()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_many_values_is_synced_at_once_and_settled_whole() {
+    let (dir, kv, blobs) = blobs();
+    let bucket = kv.open(KV_BUCKET).expect("bucket");
+    for count in [3usize, 40] {
+        let values: Vec<(String, Vec<u8>)> = (0..count)
+            .map(|k| {
+                (
+                    format!("{PREFIX}chunks/b{count}-{k}"),
+                    vec![u8::try_from(k % 251).unwrap_or(0); 1000 + k],
+                )
+            })
+            .collect();
+        blobs.put_many(values.clone()).await.expect("put many");
+        for (key, value) in &values {
+            assert_eq!(kv.get(&bucket, key).expect("get").as_ref(), Some(value));
+        }
+    }
+    assert_eq!(temp_files(&dir), 0);
+    let bad = vec![("../escape".to_owned(), b"x".to_vec()); 20];
+    assert!(blobs.put_many(bad).await.is_err());
+    assert_eq!(temp_files(&dir), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,10 @@
 //! which bounds the chunks held in memory.
 
 use super::{
-    super::{batch::Staged, folder::KvError},
+    super::{
+        batch::{Staged, StagedSync},
+        folder::KvError,
+    },
     HostBlobs, kv_error,
 };
 use bytes::Bytes;
@@ -154,7 +157,7 @@ impl HostBlobs {
             let hex = sha256_hex(&chunk);
             let key = chunk_key(&key_prefix, &hex);
             named.set(hex);
-            kv.stage(&bucket, &key, &chunk)
+            kv.stage(&bucket, &key, &chunk, StagedSync::Alone)
         }))
         .await?;
         Ok(name)
