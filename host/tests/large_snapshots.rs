@@ -204,15 +204,28 @@ fn a_body_that_hashes_wrong_at_the_end_leaves_no_chunk_file_and_no_snapshot() {
         .expect("GET");
     assert_eq!(response.status(), 404, "no snapshot");
     let bucket = data.path().join("kv/snapshots");
-    let files = |dir: &str| std::fs::read_dir(bucket.join(dir)).map_or(0, Iterator::count);
+    let files = |dir: &std::path::Path| std::fs::read_dir(dir).map_or(0, Iterator::count);
+    // Temporary files live in the lanes under `.tmp`.
+    let temp_files = || {
+        std::fs::read_dir(bucket.join(".tmp")).map_or(0, |lanes| {
+            lanes
+                .flatten()
+                .map(|lane| files(&lane.path()))
+                .sum::<usize>()
+        })
+    };
     // The writes still running when the PUT was refused are discarded as
     // they end.
     for _ in 0..200 {
-        if files(".tmp") == 0 {
+        if temp_files() == 0 {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    assert_eq!(files(".tmp"), 0, "no temporary file");
-    assert_eq!(files("big/r/a/chunks"), 0, "no chunk in place");
+    assert_eq!(temp_files(), 0, "no temporary file");
+    assert_eq!(
+        files(&bucket.join("big/r/a/chunks")),
+        0,
+        "no chunk in place"
+    );
 }

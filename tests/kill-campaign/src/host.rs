@@ -108,6 +108,29 @@ fn free_port() -> Result<u16, String> {
 }
 
 /// The files in `dir` (names), or none when it does not exist.
+/// The host's temporary KV files: those in `.tmp` of the bucket `kv_root` and in its lane
+/// folders (`.tmp/0` …), each named by its path under `.tmp`.
+pub fn temp_files_in(kv_root: &Path) -> Vec<String> {
+    let temp = kv_root.join(".tmp");
+    let mut found = files_in(&temp);
+    let lanes = std::fs::read_dir(&temp).map(|entries| {
+        entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .collect::<Vec<_>>()
+    });
+    for lane in lanes.unwrap_or_default() {
+        let name = lane.file_name().to_string_lossy().into_owned();
+        found.extend(
+            files_in(&lane.path())
+                .into_iter()
+                .map(|f| format!("{name}/{f}")),
+        );
+    }
+    found
+}
+
+/// The regular files directly in `dir` (none when it is missing).
 pub fn files_in(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .map(|entries| {

@@ -16,7 +16,7 @@ use fastrand::Rng;
 use serde_json::Value;
 
 use crate::client::Client;
-use crate::host::files_in;
+use crate::host::{files_in, temp_files_in};
 use crate::load::{Appends, Batch, Pushes, append, sha256_hex, snapshot_body};
 
 /// What the checks covered, and what they found wrong.
@@ -236,8 +236,8 @@ fn sweep(
         let files = files_in(&kv_dir);
         let mut chunks = files_in(&kv_dir.join("chunks"));
         chunks.sort();
-        // The host writes a value beside the keys first, then renames it.
-        let temp = files_in(&kv_root.join(".tmp"));
+        // The host writes a value in its temporary folder first, then renames it.
+        let temp = temp_files_in(kv_root);
         let settled = files.is_empty() && chunks == named && temp.is_empty();
         if settled || std::time::Instant::now() >= deadline {
             break (files, chunks, temp);
