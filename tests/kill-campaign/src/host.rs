@@ -107,7 +107,6 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("finding a free port: {e}"))
 }
 
-/// The files in `dir` (names), or none when it does not exist.
 /// The host's temporary KV files: those in `.tmp` of the bucket `kv_root` and in its lane
 /// folders (`.tmp/0` …), each named by its path under `.tmp`.
 pub fn temp_files_in(kv_root: &Path) -> Vec<String> {

@@ -136,7 +136,10 @@ impl KvFolder {
     pub(super) fn temp_file(&self, bucket: &BucketHandle) -> Result<PathBuf, (PathBuf, io::Error)> {
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         let lane = bucket.dir.join(TEMP_DIR).join((n % TEMP_LANES).to_string());
-        fs::create_dir_all(&lane).map_err(|err| (lane.clone(), err))?;
+        // A `mkdir` of an existing folder still locks its parent: look first.
+        if !lane.is_dir() {
+            fs::create_dir_all(&lane).map_err(|err| (lane.clone(), err))?;
+        }
         Ok(lane.join(format!("{}-{n}", std::process::id())))
     }
 
@@ -286,6 +289,17 @@ pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+
+    /// The temporary files in the lanes of the bucket folder `bucket_dir`.
+    pub(in crate::runtime) fn temp_files(bucket_dir: &Path) -> usize {
+        let Ok(lanes) = fs::read_dir(bucket_dir.join(TEMP_DIR)) else {
+            return 0;
+        };
+        lanes
+            .flatten()
+            .map(|lane| fs::read_dir(lane.path()).map_or(0, Iterator::count))
+            .sum()
+    }
 
     /// A fresh KV folder with its snapshots bucket (the batch's tests too).
     pub(in crate::runtime) fn folder() -> (tempfile::TempDir, KvFolder, BucketHandle) {

@@ -12,15 +12,8 @@ fn blobs() -> (tempfile::TempDir, Arc<KvFolder>, HostBlobs) {
     (dir, kv, blobs)
 }
 
-/// Files in the temporary folder's lanes.
 fn temp_files(dir: &tempfile::TempDir) -> usize {
-    let Ok(lanes) = std::fs::read_dir(dir.path().join("kv").join(KV_BUCKET).join(".tmp")) else {
-        return 0;
-    };
-    lanes
-        .flatten()
-        .map(|lane| std::fs::read_dir(lane.path()).map_or(0, Iterator::count))
-        .sum()
+    super::super::folder::tests::temp_files(&dir.path().join("kv").join(KV_BUCKET))
 }
 
 /// `count` distinct chunks of a few hundred KB.
