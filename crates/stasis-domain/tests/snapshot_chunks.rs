@@ -13,6 +13,7 @@ use stasis_domain::{
     DomainError,
     chunk_store::{
         self, ChunkCall, ChunkReply, chunk_key,
+        claims::COLLECT_QUERIES,
         ports::{BlobStore, run_ready},
         sha256_hex,
     },
@@ -312,4 +313,74 @@ fn only_a_manifest_the_server_hashed_is_read_without_hashing_the_whole_file_agai
 
 fn request() -> PutRequest {
     support::put_request(PREFIX, snapshot::DEFAULT_SNAPSHOT_LIMIT, 0)
+}
+
+/// A chunk table made before its partial indexes (one index over every row)
+/// gets them when opened, and collection reads each kind of row through its
+/// index instead of scanning every chunk.
+#[test]
+fn collection_reads_its_indexes_and_an_older_table_gets_them() {
+    let store = SqliteStore::in_memory().expect("sqlite");
+    store
+        .run(
+            "CREATE TABLE snapshot_chunks (hash BLOB PRIMARY KEY, size INTEGER NOT NULL,
+                state TEXT NOT NULL, refs INTEGER NOT NULL, pending_until INTEGER NOT NULL,
+                changed_at INTEGER NOT NULL)",
+            Vec::new(),
+        )
+        .expect("the older table");
+    store
+        .run(
+            "CREATE INDEX snapshot_chunks_by_refs ON snapshot_chunks (refs, state, pending_until)",
+            Vec::new(),
+        )
+        .expect("the older index");
+    stasis_domain::agent::migrate(&store).expect("migrated");
+    let indexes: Vec<String> = store
+        .execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'snapshot_chunks'
+             AND sql IS NOT NULL ORDER BY name",
+            Vec::new(),
+        )
+        .expect("indexes")
+        .iter()
+        .map(|row| {
+            stasis_domain::sql::RowExt::text(row.as_slice(), 0)
+                .expect("name")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        indexes,
+        [
+            "snapshot_chunks_deleting",
+            "snapshot_chunks_unnamed",
+            "snapshot_chunks_uploading"
+        ]
+    );
+    // What `collect_take` asks: each a range of an index.
+    for (query, index) in [
+        (COLLECT_QUERIES[0], "snapshot_chunks_unnamed"),
+        (COLLECT_QUERIES[1], "snapshot_chunks_uploading"),
+        (COLLECT_QUERIES[2], "snapshot_chunks_deleting"),
+    ] {
+        let plan = store
+            .execute(
+                &format!("EXPLAIN QUERY PLAN {query}"),
+                vec![1_i64.into(), 10_i64.into()],
+            )
+            .expect("plan");
+        let detail: Vec<String> = plan
+            .iter()
+            .map(|row| {
+                stasis_domain::sql::RowExt::text(row.as_slice(), 3)
+                    .expect("detail")
+                    .to_owned()
+            })
+            .collect();
+        assert!(
+            detail.iter().any(|d| d.contains(index)),
+            "{query}: {detail:?}"
+        );
+    }
 }

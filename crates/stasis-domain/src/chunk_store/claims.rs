@@ -191,6 +191,18 @@ pub struct Taken<H> {
     pub claim_at: i64,
 }
 
+/// What [`collect_take`] asks, one query per kind of row (`?1` the time
+/// before which it is due, `?2` the most rows): stored chunks no version
+/// names, uploads abandoned, claims of collections that died. Each is the
+/// WHERE of its partial index (`table::STATEMENTS`) spelled with literals,
+/// so that each reads a range of its index rather than every chunk.
+pub const COLLECT_QUERIES: [&str; 3] = [
+    "SELECT hash FROM snapshot_chunks
+     WHERE refs = 0 AND state = 'stored' AND pending_until < ?1 LIMIT ?2",
+    "SELECT hash FROM snapshot_chunks WHERE state = 'uploading' AND pending_until < ?1 LIMIT ?2",
+    "SELECT hash FROM snapshot_chunks WHERE state = 'deleting' AND changed_at < ?1 LIMIT ?2",
+];
+
 /// Takes up to `limit` chunks to delete: stored ones no manifest names
 /// whose pending time (or grace) has passed, uploads abandoned past theirs,
 /// and claims of collections that died. They are `deleting` from here on,
@@ -200,26 +212,22 @@ pub fn collect_take(
     times: &Times,
     limit: usize,
 ) -> Result<Taken<ChunkHash>, DomainError> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = store.execute(
-        "SELECT hash FROM snapshot_chunks
-         WHERE (state = ?1 AND refs = 0 AND pending_until < ?2)
-            OR (state = ?3 AND pending_until < ?2)
-            OR (state = ?4 AND changed_at < ?5)
-         LIMIT ?6",
-        params![
-            STORED,
-            times.now_ms,
-            UPLOADING,
-            DELETING,
-            times.stale_before.min(times.now_ms),
-            limit
-        ],
-    )?;
-    let taken = rows
-        .iter()
-        .map(|row| hash_of(row, 0))
-        .collect::<Result<Vec<_>, _>>()?;
+    let kinds = [
+        (COLLECT_QUERIES[0], times.now_ms),
+        (COLLECT_QUERIES[1], times.now_ms),
+        (COLLECT_QUERIES[2], times.stale_before.min(times.now_ms)),
+    ];
+    let mut taken = Vec::new();
+    for (query, before) in kinds {
+        let left = limit.saturating_sub(taken.len());
+        if left == 0 {
+            break;
+        }
+        let left = i64::try_from(left).unwrap_or(i64::MAX);
+        for row in store.execute(query, params![before, left])? {
+            taken.push(hash_of(&row, 0)?);
+        }
+    }
     mark_deleting(store, &taken, times.now_ms)?;
     Ok(Taken {
         chunks: taken,

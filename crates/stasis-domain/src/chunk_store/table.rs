@@ -23,8 +23,17 @@ pub(super) const STATEMENTS: &[&str] = &[
         pending_until INTEGER NOT NULL,
         changed_at INTEGER NOT NULL
     )",
-    "CREATE INDEX IF NOT EXISTS snapshot_chunks_by_refs
-        ON snapshot_chunks (refs, state, pending_until)",
+    // Collection looks for the rows below only, so each has a partial
+    // index holding just them: a reference counted on a named chunk (a
+    // commit names every chunk of its version) changes no index at all.
+    // The index of the first layout held every row and served no query.
+    "DROP INDEX IF EXISTS snapshot_chunks_by_refs",
+    "CREATE INDEX IF NOT EXISTS snapshot_chunks_unnamed
+        ON snapshot_chunks (pending_until) WHERE refs = 0 AND state = 'stored'",
+    "CREATE INDEX IF NOT EXISTS snapshot_chunks_uploading
+        ON snapshot_chunks (pending_until) WHERE state = 'uploading'",
+    "CREATE INDEX IF NOT EXISTS snapshot_chunks_deleting
+        ON snapshot_chunks (changed_at) WHERE state = 'deleting'",
 ];
 
 /// A chunk's states (see [`super::claims`]).
@@ -153,6 +162,28 @@ pub fn reference(store: &impl SqlStore, hashes: &[ChunkHash]) -> Result<(), Doma
         hashes,
         |_| Ok(()),
     )
+}
+
+/// Counts one more reference to each of `hashes` (distinct ones) that the
+/// store holds, and answers the stored size of each one counted: the
+/// check and the count in one statement per batch.
+pub fn reference_stored(
+    store: &impl SqlStore,
+    hashes: &[ChunkHash],
+) -> Result<HashMap<ChunkHash, u64>, DomainError> {
+    let mut sizes = HashMap::with_capacity(hashes.len());
+    each_batch(
+        store,
+        "UPDATE snapshot_chunks SET refs = refs + 1, pending_until = 0
+         WHERE state = ?1 AND hash IN ({in}) RETURNING hash, size",
+        &[SqlValue::from(STORED)],
+        hashes,
+        |row| {
+            sizes.insert(hash_of(row, 0)?, row.uint(1)?);
+            Ok(())
+        },
+    )?;
+    Ok(sizes)
 }
 
 /// Counts one reference less to each of `hashes` (distinct ones: a
