@@ -16,6 +16,7 @@ use stasis_domain::{
     history::RetentionPolicy,
     limits,
     snapshot::{SnapshotCall, SnapshotReply},
+    sql::SqlStore as _,
 };
 use stasis_sqlite::SqliteStore;
 
@@ -33,7 +34,14 @@ fn try_chunk(store: &SqliteStore, at: i64, call: ChunkCall) -> Result<ChunkReply
         max_events: limits::DEFAULT_MAX_EVENTS,
         retention: RetentionPolicy::parse("0").expect("policy"),
     };
-    match agent::execute(store, &AgentCall::Snapshot(SnapshotCall::Chunk(call)), &env)? {
+    // Atomic, as both runtimes run a call: a refused one changes nothing.
+    store.run("SAVEPOINT call", Vec::new()).expect("savepoint");
+    let answer = agent::execute(store, &AgentCall::Snapshot(SnapshotCall::Chunk(call)), &env);
+    if answer.is_err() {
+        store.run("ROLLBACK TO call", Vec::new()).expect("rollback");
+    }
+    store.run("RELEASE call", Vec::new()).expect("release");
+    match answer? {
         AgentReply::Snapshot(SnapshotReply::Chunk(reply)) => Ok(reply),
         other => panic!("not a chunk reply: {other:?}"),
     }

@@ -10,7 +10,7 @@
 
 use super::{
     digest::ChunkHash,
-    manifests::check_held,
+    manifests,
     table::{self, distinct},
 };
 use crate::{
@@ -33,8 +33,7 @@ const PART_HASHES: usize = 20_000;
 /// had is replaced.
 pub fn hold(store: &impl SqlStore, holder: &str, hashes: &[ChunkHash]) -> Result<(), DomainError> {
     let wanted = distinct(hashes);
-    check_held(store, &wanted, |_| None, "invalid_request")?;
-    table::reference(store, &wanted)?;
+    manifests::reference_held(store, &wanted, |_| None, "invalid_request")?;
     release(store, holder, 0)?;
     for (part, batch) in wanted.chunks(PART_HASHES).enumerate() {
         store.run(

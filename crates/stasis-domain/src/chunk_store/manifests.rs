@@ -17,7 +17,7 @@ use crate::{
     DomainError, params,
     sql::{RowExt, SqlStore, StorageError},
 };
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// A kind of thing whose versions name chunks, and its tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +96,19 @@ impl Owner {
         chunk_size: u64,
         hashes: &[ChunkHash],
     ) -> Result<(), DomainError> {
+        self.insert_manifest(store, version, chunk_size, hashes)?;
+        table::reference(store, &distinct(hashes))
+    }
+
+    /// Adds a manifest row whose chunks were counted already
+    /// ([`reference_held`]).
+    pub fn insert_manifest(
+        &self,
+        store: &impl SqlStore,
+        version: u64,
+        chunk_size: u64,
+        hashes: &[ChunkHash],
+    ) -> Result<(), DomainError> {
         store.run(
             &format!(
                 "INSERT OR REPLACE INTO {} (version, chunk_size, hashes) VALUES (?1, ?2, ?3)",
@@ -103,7 +116,7 @@ impl Owner {
             ),
             params![version, chunk_size, hashes.concat()],
         )?;
-        table::reference(store, &distinct(hashes))
+        Ok(())
     }
 
     /// Appends `hashes` to manifest `version` (one being written as its
@@ -242,9 +255,35 @@ pub fn check_held(
     expected_len: impl Fn(usize) -> Option<u64>,
     code: &str,
 ) -> Result<(), DomainError> {
-    let named = distinct(hashes);
-    let sizes = table::stored_sizes(store, &named)?;
-    let missing: Vec<String> = named
+    let sizes = table::stored_sizes(store, &distinct(hashes))?;
+    verify_held(hashes, &sizes, expected_len, code)
+}
+
+/// [`check_held`] and [`table::reference`] in one pass over the chunk
+/// rows: counts one more reference to each of `hashes` the store holds,
+/// then refuses as [`check_held`] does. The caller's call is then refused,
+/// and a refused call rolls back every write it made (on both runtimes),
+/// the counts with it.
+pub fn reference_held(
+    store: &impl SqlStore,
+    hashes: &[ChunkHash],
+    expected_len: impl Fn(usize) -> Option<u64>,
+    code: &str,
+) -> Result<(), DomainError> {
+    let sizes = table::reference_stored(store, &distinct(hashes))?;
+    verify_held(hashes, &sizes, expected_len, code)
+}
+
+/// Refuses with 409 `chunks_missing` when `sizes` (the stored ones) lacks
+/// any of `hashes`, or with 400 `code` when one has another size than its
+/// position needs.
+pub fn verify_held(
+    hashes: &[ChunkHash],
+    sizes: &HashMap<ChunkHash, u64>,
+    expected_len: impl Fn(usize) -> Option<u64>,
+    code: &str,
+) -> Result<(), DomainError> {
+    let missing: Vec<String> = distinct(hashes)
         .iter()
         .filter(|h| !sizes.contains_key(*h))
         .map(digest::to_hex)

@@ -13,7 +13,7 @@ use crate::{
     chunk_store::{
         claims::Times,
         digest::{self, to_hex_all},
-        manifests::check_held,
+        manifests::reference_held,
         table::{self, parse_all, parse_sized},
     },
     sql::SqlStore,
@@ -97,9 +97,9 @@ pub(super) fn commit(
 ) -> Result<Committed, DomainError> {
     let hashes = parse_all(&manifest.chunks, "invalid_manifest")?;
     let expected_len = |index| Some(manifest.chunk_len(index));
-    check_held(store, &hashes, expected_len, "invalid_manifest")?;
+    reference_held(store, &hashes, expected_len, "invalid_manifest")?;
     let version = KILO_DB.next_version(store)?;
-    KILO_DB.add_manifest(store, version, manifest.chunk_size, &hashes)?;
+    KILO_DB.insert_manifest(store, version, manifest.chunk_size, &hashes)?;
     let (meta, superseded_key) = rules::switch(
         store,
         &rules::Switch {

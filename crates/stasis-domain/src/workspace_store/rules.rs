@@ -7,7 +7,7 @@ use crate::{
     DomainError,
     chunk_store::{
         ChunkHash,
-        manifests::check_held,
+        manifests::verify_held,
         table::{self, distinct},
     },
     event_log, params,
@@ -91,17 +91,23 @@ pub(super) fn add_version(
     let pages: Vec<ChunkHash> = args.head.pages.iter().map(|p| *p.sha256.as_raw()).collect();
     let raw: Vec<ChunkHash> = args.chunks.iter().map(|c| *c.as_raw()).collect();
     let chunks = distinct(&raw);
+    // Pages and chunks are counted apart (a page's bytes may also be a
+    // file's chunk): each distinct page once for the manifest, each
+    // distinct chunk once for the version's chunk rows, as
+    // `drop_version` releases them.
+    let mut sizes = table::reference_stored(store, &distinct(&pages))?;
+    sizes.extend(table::reference_stored(store, &chunks)?);
     let mut named = pages.clone();
     named.extend_from_slice(&chunks);
     let page_sizes: Vec<u64> = args.head.pages.iter().map(|p| u64::from(p.size)).collect();
-    check_held(
-        store,
+    verify_held(
         &named,
+        &sizes,
         |index| page_sizes.get(index).copied(),
         INVALID_MANIFEST,
     )?;
     let version = WORKSPACE.next_version(store)?;
-    WORKSPACE.add_manifest(store, version, 0, &pages)?;
+    WORKSPACE.insert_manifest(store, version, 0, &pages)?;
     for (part, hashes) in chunks.chunks(REFS_PER_PART).enumerate() {
         store.run(
             "INSERT OR REPLACE INTO workspace_chunk_refs (version, part, hashes)
@@ -113,7 +119,6 @@ pub(super) fn add_version(
             ],
         )?;
     }
-    table::reference(store, &chunks)?;
     Ok((version, u64::try_from(chunks.len()).unwrap_or(u64::MAX)))
 }
 
