@@ -47,6 +47,7 @@ mod index;
 mod restore;
 mod scan;
 mod stamp;
+mod stat_ahead;
 mod walk;
 
 #[cfg(test)]

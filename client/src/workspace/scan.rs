@@ -17,6 +17,7 @@ use super::consistent_read::{ReadHook, ReadOutcome, ReadSettings, read_consisten
 use super::error::{WorkspaceError, WorkspaceResult};
 use super::index::{Index, IndexRecord};
 use super::stamp::{FileStamp, is_executable};
+use super::stat_ahead::{self, Stat};
 use super::walk::{WalkRules, WalkedKind, absolute};
 use crate::atomic_write::TEMP_SUFFIX;
 
@@ -169,11 +170,14 @@ pub fn scan(root: &Path, options: &ScanOptions) -> WorkspaceResult<Scan> {
         .index_path
         .as_deref()
         .and_then(|path| OwnIndex::under(root, path));
-    for (rel, kind) in listing.entries {
-        if own_index.as_ref().is_some_and(|own| own.is_it(&rel)) {
-            continue;
-        }
-        builder.add(rel, kind)?;
+    let listed: Vec<(Vec<u8>, WalkedKind)> = listing
+        .entries
+        .into_iter()
+        .filter(|(rel, _)| !own_index.as_ref().is_some_and(|own| own.is_it(rel)))
+        .collect();
+    let stats = stat_ahead::stat_files(root, &listed);
+    for ((rel, kind), stat) in listed.into_iter().zip(stats) {
+        builder.add(rel, kind, stat)?;
     }
     let manifest = TreeManifest::new(options.chunking.clone(), builder.entries);
     let summary = manifest.check(&options.limits)?;
@@ -208,7 +212,7 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn add(&mut self, rel: Vec<u8>, kind: WalkedKind) -> WorkspaceResult<()> {
+    fn add(&mut self, rel: Vec<u8>, kind: WalkedKind, stat: Stat) -> WorkspaceResult<()> {
         let path = absolute(self.root, &rel);
         match kind {
             WalkedKind::Dir => self.entries.push(Entry::dir(rel)),
@@ -224,13 +228,21 @@ impl Builder<'_> {
                     return Err(WorkspaceError::io(context, err));
                 }
             },
-            WalkedKind::File => self.add_file(rel, path)?,
+            WalkedKind::File => {
+                let stat = stat.unwrap_or_else(|| std::fs::symlink_metadata(&path));
+                self.add_file(rel, path, stat)?;
+            }
         }
         Ok(())
     }
 
-    fn add_file(&mut self, rel: Vec<u8>, path: PathBuf) -> WorkspaceResult<()> {
-        let meta = match std::fs::symlink_metadata(&path) {
+    fn add_file(
+        &mut self,
+        rel: Vec<u8>,
+        path: PathBuf,
+        stat: std::io::Result<std::fs::Metadata>,
+    ) -> WorkspaceResult<()> {
+        let meta = match stat {
             Ok(meta) => meta,
             Err(err) if vanished(&err) => {
                 self.stats.vanished += 1;

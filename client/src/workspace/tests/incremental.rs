@@ -90,6 +90,13 @@ fn an_index_made_with_other_chunking_or_unreadable_is_discarded() {
     assert!(rescanned.stats.index_discarded.is_some());
     // And the scan wrote a good one again.
     assert_eq!(scan_with(&tree, &options(&index)).stats.files_read, 0);
+
+    // One cut short (a crash's torn write) is discarded too, never half used.
+    let whole = std::fs::read(&index).expect("index");
+    std::fs::write(&index, &whole[..whole.len() - 7]).expect("cut");
+    let rescanned = scan_with(&tree, &options(&index));
+    assert_eq!(rescanned.stats.files_read, 2);
+    assert!(rescanned.stats.index_discarded.is_some());
 }
 
 #[test]
