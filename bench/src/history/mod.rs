@@ -81,7 +81,7 @@ impl Sizes {
                 turns: 100,
                 fork_db: 100_000_000,
                 events: 10_000,
-                rounds: 5,
+                rounds: 15,
             }
         }
     }

@@ -33,6 +33,9 @@ pub const MARKS: Marks = Marks {
     before: None,
 };
 
+/// One-file edits saved per tree; the table shows the median save.
+const EDIT_ROUNDS: u64 = 5;
+
 /// How the workload runs.
 pub struct Options {
     /// The `stasis` binary.
@@ -240,15 +243,21 @@ impl Side<'_> {
             });
         }
         let _ = std::fs::remove_file(&archive);
-        eprintln!("workspaces: {label}: one-file edit");
-        trees::edit_one_file(tree, 1)?;
-        let edited = self.push(&agent, tree)?;
+        eprintln!("workspaces: {label}: one-file edits");
+        // The median of a few edits' saves: one save is a few hundred ms on a shared disk.
+        let mut edits = Vec::new();
+        for round in 1..=EDIT_ROUNDS {
+            trees::edit_one_file(tree, round)?;
+            edits.push(self.push(&agent, tree)?);
+        }
+        edits.sort_by_key(|edited| edited.took_ms);
+        let edited = edits.swap_remove(edits.len() / 2);
         let edit_time = Duration::from_millis(edited.took_ms);
         let sent = edited.transfer.bytes_sent;
         let share = sent as f64 / tree.bytes.max(1) as f64;
         let time_ratio = ratio(edit_time, full_time);
         lines.push(Line {
-            what: format!("{label}: save after a one-file edit"),
+            what: format!("{label}: save after a one-file edit (median of {EDIT_ROUNDS})"),
             stasis: format!(
                 "{}; sent {} ({:.2}% of the tree, {} chunks, {} pages)",
                 report::millis(edit_time),
@@ -330,5 +339,5 @@ started (`--durability fsync`: every chunk batch is fsynced before it is acknowl
 fsyncs nothing; the `--durability os` lines are a second host that fsyncs nothing either). A restore verifies every file and the root hash and ends with one `syncfs`. The \
 checkout is this repository's tracked files (`git ls-files`), copied: no `target/`, \
 `node_modules/` or `.git`. A one-file edit rewrites the first bytes of one file in the middle of \
-the tree, same length. Peak RSS is the host's `VmHWM`, reset (`clear_refs`) before each push and \
+the tree, same length; five edits are saved one after another and the median save is shown. Peak RSS is the host's `VmHWM`, reset (`clear_refs`) before each push and \
 each pull.\n";
