@@ -107,17 +107,25 @@ pub fn stored_sizes(
     store: &impl SqlStore,
     hashes: &[ChunkHash],
 ) -> Result<HashMap<ChunkHash, u64>, DomainError> {
-    let mut sizes = HashMap::new();
-    each_batch(
+    sizes_from(
         store,
         "SELECT hash, size FROM snapshot_chunks WHERE state = ?1 AND hash IN ({in})",
-        &[SqlValue::from(STORED)],
         hashes,
-        |row| {
-            sizes.insert(hash_of(row, 0)?, row.uint(1)?);
-            Ok(())
-        },
-    )?;
+    )
+}
+
+/// The `hash, size` rows `statement` answers over `hashes` (its `?1` is
+/// the `stored` state, its `{in}` the batch).
+fn sizes_from(
+    store: &impl SqlStore,
+    statement: &str,
+    hashes: &[ChunkHash],
+) -> Result<HashMap<ChunkHash, u64>, DomainError> {
+    let mut sizes = HashMap::with_capacity(hashes.len());
+    each_batch(store, statement, &[SqlValue::from(STORED)], hashes, |row| {
+        sizes.insert(hash_of(row, 0)?, row.uint(1)?);
+        Ok(())
+    })?;
     Ok(sizes)
 }
 
@@ -171,19 +179,12 @@ pub fn reference_stored(
     store: &impl SqlStore,
     hashes: &[ChunkHash],
 ) -> Result<HashMap<ChunkHash, u64>, DomainError> {
-    let mut sizes = HashMap::with_capacity(hashes.len());
-    each_batch(
+    sizes_from(
         store,
         "UPDATE snapshot_chunks SET refs = refs + 1, pending_until = 0
          WHERE state = ?1 AND hash IN ({in}) RETURNING hash, size",
-        &[SqlValue::from(STORED)],
         hashes,
-        |row| {
-            sizes.insert(hash_of(row, 0)?, row.uint(1)?);
-            Ok(())
-        },
-    )?;
-    Ok(sizes)
+    )
 }
 
 /// Counts one reference less to each of `hashes` (distinct ones: a
