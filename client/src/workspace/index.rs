@@ -5,8 +5,8 @@
 //! [`super::consistent_read`]): any later write moves mtime or ctime. The index is a cache: a
 //! missing or unreadable one, or one cut with other chunking parameters, costs a full read and
 //! nothing else. It is written atomically (the old index or the new, never a part) after a
-//! scan succeeds, in postcard (a compact serde format): a tree of 20,000 files loads it in a
-//! few milliseconds, where its JSON took about 100 ms on every save.
+//! scan succeeds, in postcard (a compact serde format): a tree of 20,000 files loads it in
+//! about 20 ms, where its JSON took about 130 ms.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -24,7 +24,7 @@ use crate::atomic_write::AtomicFile;
 const INDEX_MAGIC: &[u8; 16] = b"stasis-index-v2\n";
 
 /// What a file held at a stamp.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexRecord {
     /// The file's stamp when it was read.
     pub stamp: FileStamp,

@@ -245,25 +245,13 @@ pub fn readable_until(now: i64, grace_ms: i64) -> i64 {
     }
 }
 
-/// The step before a commit names `hashes` in a manifest: the store must
-/// hold each, with the size its position needs (`expected_len`, `None`
-/// where any size goes). Refuses with 409 `chunks_missing`, listing the
-/// missing ones once each, or 400 `code` for a chunk of the wrong size.
-pub fn check_held(
-    store: &impl SqlStore,
-    hashes: &[ChunkHash],
-    expected_len: impl Fn(usize) -> Option<u64>,
-    code: &str,
-) -> Result<(), DomainError> {
-    let sizes = table::stored_sizes(store, &distinct(hashes))?;
-    verify_held(hashes, &sizes, expected_len, code)
-}
-
-/// [`check_held`] and [`table::reference`] in one pass over the chunk
-/// rows: counts one more reference to each of `hashes` the store holds,
-/// then refuses as [`check_held`] does. The caller's call is then refused,
-/// and a refused call rolls back every write it made (on both runtimes),
-/// the counts with it.
+/// The step before a commit names `hashes` in a manifest, and its count:
+/// counts one more reference to each of `hashes` the store holds (one
+/// `UPDATE … RETURNING` per batch), then refuses with 409
+/// `chunks_missing`, listing the missing ones once each, or 400 `code`
+/// for a chunk of another size than its position needs (`expected_len`,
+/// `None` where any size goes). A refused call rolls back every write it
+/// made (on both runtimes), the counts with it.
 pub fn reference_held(
     store: &impl SqlStore,
     hashes: &[ChunkHash],

@@ -20,8 +20,9 @@
 //! - **Manifests**: each version of an [`manifests::Owner`] names its
 //!   chunks in the owner's manifest table, one reference each. A commit
 //!   first checks that the store holds every chunk named, with the size its
-//!   position needs ([`manifests::check_held`]: else 409 `chunks_missing`
-//!   and nothing changes), then, in the same transaction, adds the manifest
+//!   position needs, counting them as it goes ([`manifests::reference_held`]:
+//!   else 409 `chunks_missing` and nothing changes), then, in the same
+//!   transaction, adds the manifest
 //!   under a new version, switches the owner's current version to it (the
 //!   owner's `If-Match` is checked there again, since other calls ran while
 //!   KV was written), and drops the superseded manifest.
@@ -62,8 +63,8 @@
 //! 2. upload its chunks (content-defined, of any size) with
 //!    [`saga::missing`] and [`saga::put_chunk`] under the same names and
 //!    keys, so a chunk kilo.db and the workspace share is stored once;
-//! 3. commit in one object call: [`manifests::check_held`] (with `None`
-//!    as every expected length), `next_version`, `add_manifest` of every
+//! 3. commit in one object call: [`manifests::reference_held`] (with `None`
+//!    as every expected length), `next_version`, `insert_manifest` of every
 //!    chunk its tree names (its tree manifest's own chunks included), its
 //!    current-version switch with its own `If-Match`, and `drop_manifest`
 //!    of the superseded version with [`manifests::readable_until`]; a tree
